@@ -1,0 +1,19 @@
+import type { DefaultState } from 'koa';
+import type { RouterContext } from '@koa/router';
+import type { Logger } from 'pino';
+import type { Principal } from '../shared/auth.service.js';
+
+export interface AppState extends DefaultState {
+  requestId: string;
+  logger: Logger;
+  principal?: Principal;
+  routePath?: string;
+}
+
+export type AppContext = RouterContext<AppState>;
+
+export function principalOf(ctx: AppContext): Principal {
+  const principal = ctx.state.principal;
+  if (!principal) throw new Error('route is missing the bearer middleware');
+  return principal;
+}

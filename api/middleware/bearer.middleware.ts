@@ -1,0 +1,17 @@
+import type { Next } from 'koa';
+import type { TokenVerifier } from '../../shared/auth.service.js';
+import { UnauthorizedError } from '../../shared/errors.js';
+import type { AppContext } from '../context.js';
+
+/** Guards /api/v1 and /api/v2: a live bearer token sets `ctx.state.principal`. */
+export function bearerMiddleware(verifier: TokenVerifier) {
+  return async (ctx: AppContext, next: Next) => {
+    const header = ctx.get('authorization');
+    const match = /^Bearer\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(header);
+    if (!match?.[1]) throw new UnauthorizedError();
+    const principal = await verifier.verify(match[1]);
+    if (!principal) throw new UnauthorizedError();
+    ctx.state.principal = principal;
+    return next();
+  };
+}

@@ -1,0 +1,59 @@
+import type { Next } from 'koa';
+import { HttpMethodEnum, koaBody } from 'koa-body';
+import { AppError, BadRequestError, HttpStatusError } from '../../shared/errors.js';
+import type { AppContext } from '../context.js';
+
+export const SINGLE_RECORD_LIMIT = '1mb';
+
+interface BodyOptions {
+  /** Also accept application/x-www-form-urlencoded. */
+  form?: boolean;
+  /** Turns a parse failure into the error the route's clients expect. */
+  onError?: (kind: 'malformed' | 'too_large' | 'unsupported', detail: string) => AppError;
+}
+
+const defaultOnError: NonNullable<BodyOptions['onError']> = (kind, detail) => {
+  switch (kind) {
+    case 'too_large':
+      return new HttpStatusError(413, 'Request body is larger than 1 MiB');
+    case 'unsupported':
+      return new HttpStatusError(415, detail);
+    case 'malformed':
+      return new BadRequestError(detail);
+  }
+};
+
+/**
+ * Parses JSON (and optionally form) bodies of at most 1 MiB. A body of any
+ * other type is refused with 415; a request without a body gets
+ * `ctx.request.body === undefined`, which the route reports as missing.
+ */
+export function bodyMiddleware(options: BodyOptions = {}) {
+  const onError = options.onError ?? defaultOnError;
+  const accepted = options.form ? ['json', 'urlencoded'] : ['json'];
+  const parse = koaBody({
+    json: true,
+    urlencoded: options.form ?? false,
+    text: false,
+    multipart: false,
+    jsonStrict: false,
+    jsonLimit: SINGLE_RECORD_LIMIT,
+    formLimit: SINGLE_RECORD_LIMIT,
+    parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
+    onError: (error: Error & { status?: number }) => {
+      if (error.status === 413) throw onError('too_large', 'Request body is larger than 1 MiB');
+      throw onError('malformed', `Malformed request body: ${options.form ? 'expected JSON or form data' : 'expected valid JSON'}`);
+    },
+  });
+  return async (ctx: AppContext, next: Next) => {
+    const hasBody = ctx.request.length > 0 || ctx.get('transfer-encoding') !== '';
+    if (hasBody && !ctx.is(...accepted)) {
+      throw onError('unsupported', `Unsupported content type: send ${options.form ? 'application/json or application/x-www-form-urlencoded' : 'application/json'}`);
+    }
+    if (!hasBody) {
+      ctx.request.body = undefined;
+      return next();
+    }
+    return parse(ctx, next);
+  };
+}

@@ -1,0 +1,51 @@
+import type { Next } from 'koa';
+import { AppError, GENERIC_500_BODY, HttpStatusError, RouteNotFoundError } from '../../shared/errors.js';
+import type { AppContext } from '../context.js';
+
+/** Statuses that Koa and its routers raise as HttpErrors and that map to a plain CONTRACT body. */
+function fromHttpError(error: { status?: number; headers?: Record<string, string>; message: string }): AppError | null {
+  switch (error.status) {
+    case 404:
+      return new RouteNotFoundError();
+    case 405:
+      return new HttpStatusError(405, 'Method not allowed', error.headers);
+    case 501:
+      return new HttpStatusError(501, 'Method not implemented');
+    case 413:
+      return new HttpStatusError(413, 'Request body is larger than 1 MiB');
+    case 415:
+      return new HttpStatusError(415, 'Unsupported content type');
+    default:
+      return null;
+  }
+}
+
+/**
+ * Maps every error to its CONTRACT body. AppErrors carry their own status and
+ * body; anything unexpected is logged with the request id and answered with the
+ * generic 500, never with a stack trace or SQL.
+ */
+export async function errorMiddleware(ctx: AppContext, next: Next): Promise<void> {
+  try {
+    await next();
+    if (ctx.body === undefined || ctx.body === null) {
+      // Routers answer 404/405/501 by status alone; give those the CONTRACT bodies (Allow stays set).
+      if (ctx.status === 404) throw new RouteNotFoundError();
+      if (ctx.status === 405) ctx.body = { error: { message: 'Method not allowed' } };
+      if (ctx.status === 501) ctx.body = { error: { message: 'Method not implemented' } };
+    }
+  } catch (caught) {
+    const error = caught as Error & { status?: number; expose?: boolean; headers?: Record<string, string> };
+    const appError = error instanceof AppError ? error : fromHttpError(error);
+    if (appError) {
+      ctx.status = appError.status;
+      ctx.set(appError.headers);
+      ctx.body = appError.body();
+      if (appError.status >= 500) ctx.state.logger.error({ err: error }, 'request failed');
+      return;
+    }
+    ctx.state.logger.error({ err: error }, 'unexpected error');
+    ctx.status = 500;
+    ctx.body = GENERIC_500_BODY;
+  }
+}

@@ -1,0 +1,81 @@
+import Router from '@koa/router';
+import type { Database } from '../../shared/db.js';
+import { issueToken } from '../../shared/auth.service.js';
+import { OAuthError } from '../../shared/errors.js';
+import type { AppContext, AppState } from '../context.js';
+import { bodyMiddleware } from '../middleware/body.middleware.js';
+
+interface ClientCredentials {
+  clientId: string;
+  clientSecret: string;
+  usedBasic: boolean;
+}
+
+const invalidRequest = (description: string) => new OAuthError(400, 'invalid_request', description);
+
+function decodeComponent(value: string): string {
+  try {
+    return decodeURIComponent(value.replace(/\+/g, ' '));
+  } catch {
+    return value;
+  }
+}
+
+function readParameter(body: Record<string, unknown>, name: string): string | undefined {
+  const value = body[name];
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value !== 'string') throw invalidRequest(`Parameter ${name} must be a single string`);
+  return value;
+}
+
+/** client_secret_basic (RFC 6749 2.3.1) or client_secret_post, never both. */
+function readCredentials(ctx: AppContext, body: Record<string, unknown>): ClientCredentials {
+  const header = ctx.get('authorization');
+  const bodyId = readParameter(body, 'client_id');
+  const bodySecret = readParameter(body, 'client_secret');
+  if (header) {
+    const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+    if (!match?.[1]) throw invalidRequest('The Authorization header must use the Basic scheme');
+    const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+    const separator = decoded.indexOf(':');
+    if (separator < 1) throw invalidRequest('The Basic credentials must be client_id:client_secret');
+    if (bodySecret !== undefined) throw invalidRequest('Use one client authentication method: Basic header or client_secret in the body');
+    const clientId = decodeComponent(decoded.slice(0, separator));
+    if (bodyId !== undefined && bodyId !== clientId) throw invalidRequest('client_id in the body does not match the Basic credentials');
+    return { clientId, clientSecret: decodeComponent(decoded.slice(separator + 1)), usedBasic: true };
+  }
+  const missing = [bodyId === undefined && 'client_id', bodySecret === undefined && 'client_secret'].filter(Boolean);
+  if (missing.length > 0) throw invalidRequest(`Missing required parameter: ${missing.join(', ')}`);
+  return { clientId: bodyId!, clientSecret: bodySecret!, usedBasic: false };
+}
+
+export function oauthRouter(db: Database, tokenTtlSeconds: number) {
+  const router = new Router<AppState>();
+  router.post(
+    '/oauth/token',
+    bodyMiddleware({
+      form: true,
+      onError: (kind, detail) => {
+        if (kind === 'too_large') return new OAuthError(413, 'invalid_request', detail);
+        return invalidRequest(kind === 'unsupported' ? 'The body must be application/json or application/x-www-form-urlencoded' : detail);
+      },
+    }),
+    async (ctx: AppContext) => {
+      // An empty body is reported by the first parameter it lacks.
+      const raw: unknown = ctx.request.body ?? {};
+      if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw invalidRequest('The request body must be an object');
+      const body = raw as Record<string, unknown>;
+      const grantType = readParameter(body, 'grant_type');
+      if (grantType === undefined) throw invalidRequest('Missing required parameter: grant_type');
+      if (grantType !== 'client_credentials') {
+        throw new OAuthError(400, 'unsupported_grant_type', 'Only the client_credentials grant is supported');
+      }
+      const credentials = readCredentials(ctx, body);
+      const token = await issueToken(db, credentials.clientId, credentials.clientSecret, tokenTtlSeconds, credentials.usedBasic);
+      ctx.set('Cache-Control', 'no-store');
+      ctx.set('Pragma', 'no-cache');
+      ctx.body = token;
+    },
+  );
+  return router;
+}

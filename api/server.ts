@@ -1,0 +1,50 @@
+import type { Server } from 'node:http';
+import { TokenVerifier } from '../shared/auth.service.js';
+import type { Config } from '../shared/config.js';
+import { createDatabase } from '../shared/db.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import { createRedis } from '../shared/redis.js';
+import { createApp } from './app.js';
+
+export interface RunningApi {
+  server: Server;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Starts the HTTP API; `close()` stops accepting connections, lets in-flight requests finish and closes the pools. */
+export async function startApi(config: Config, logger: Logger = createLogger(config.LOG_LEVEL, 'api')): Promise<RunningApi> {
+  const db = await createDatabase(config.DATABASE_URL, { maximumPoolSize: 20 });
+  const redis = createRedis(config.REDIS_URL, 'producer');
+  redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
+  const verifier = new TokenVerifier(db, config.DATABASE_URL, logger);
+  await verifier.start();
+  const app = createApp({ config, db, redis, logger, verifier });
+  const server = app.listen(config.PORT, config.HOST);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  server.keepAliveTimeout = 65_000;
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  logger.info({ port, host: config.HOST }, 'api listening');
+
+  let closing: Promise<void> | undefined;
+  return {
+    server,
+    port,
+    close() {
+      closing ??= (async () => {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        });
+        await verifier.close();
+        await db.end();
+        redis.disconnect();
+      })();
+      return closing;
+    },
+  };
+}

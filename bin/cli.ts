@@ -1,0 +1,63 @@
+import { parseArgs } from 'node:util';
+import { createClient } from '../shared/auth.service.js';
+import { createDatabase, type Database } from '../shared/db.js';
+import { migrate } from '../shared/migrator.js';
+import { listClients, revokeClient } from '../shared/repositories/client.repository.js';
+import { configOrExit } from './run.js';
+
+const USAGE = `Usage: npm run --silent cli -- <command>
+  create-client --account NAME   create the account if needed and a new client; prints its secret once
+  list-clients                   list every client (secrets are never shown)
+  revoke-client --client-id ID   revoke a client; its tokens stop working at once`;
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(2);
+}
+
+async function run(db: Database, argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  const { values } = parseArgs({
+    args: rest,
+    options: { account: { type: 'string' }, 'client-id': { type: 'string' } },
+    strict: true,
+  });
+  switch (command) {
+    case 'create-client': {
+      const account = values.account?.trim();
+      if (!account) fail('create-client needs --account NAME');
+      process.stdout.write(`${JSON.stringify(await createClient(db, account))}\n`);
+      return;
+    }
+    case 'list-clients': {
+      for (const client of await listClients(db)) {
+        process.stdout.write(
+          `${JSON.stringify({ account: client.account, client_id: client.client_id, created_at: client.created_at, revoked_at: client.revoked_at })}\n`,
+        );
+      }
+      return;
+    }
+    case 'revoke-client': {
+      const clientId = values['client-id'];
+      if (!clientId) fail('revoke-client needs --client-id ID');
+      if (!(await revokeClient(db, clientId))) fail(`No client with id ${clientId}`);
+      process.stdout.write(`${JSON.stringify({ client_id: clientId, revoked: true })}\n`);
+      return;
+    }
+    default:
+      fail(USAGE);
+  }
+}
+
+const config = configOrExit();
+let db: Database | undefined;
+try {
+  await migrate(config.DATABASE_URL);
+  db = await createDatabase(config.DATABASE_URL, { maximumPoolSize: 2 });
+  await run(db, process.argv.slice(2));
+} catch (error) {
+  const message = (error as { code?: string; message: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `${(error as Error).message}\n${USAGE}` : (error as Error).message;
+  fail(message);
+} finally {
+  await db?.end();
+}

@@ -1,0 +1,166 @@
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { Database } from './db.js';
+import { constantTimeEqual, randomToken, sha256 } from './crypto.js';
+import { OAuthError } from './errors.js';
+import { findClient, insertClient, upsertAccount } from './repositories/client.repository.js';
+import { findLiveToken, insertToken, type TokenOwner } from './repositories/token.repository.js';
+
+export interface IssuedToken {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  created_at: number;
+}
+
+export interface Principal {
+  accountId: number;
+  clientPk: number;
+  clientId: string;
+}
+
+export async function createClient(db: Database, account: string) {
+  const clientId = randomToken(18);
+  const clientSecret = randomToken(32);
+  await db.transaction(async (tx) => {
+    const accountId = await upsertAccount(tx, account);
+    await insertClient(tx, accountId, clientId, sha256(clientSecret));
+  });
+  return { account, client_id: clientId, client_secret: clientSecret };
+}
+
+/**
+ * Issues a token for a client authenticated by id and secret.
+ * @throws {OAuthError} invalid_client (401) for an unknown client, a wrong secret or a revoked client.
+ */
+export async function issueToken(
+  db: Database,
+  clientId: string,
+  clientSecret: string,
+  ttlSeconds: number,
+  usedBasic: boolean,
+): Promise<IssuedToken> {
+  const client = await findClient(db, clientId);
+  const secretMatches = client !== null && constantTimeEqual(sha256(clientSecret).toString('hex'), client.secret_hash.toString('hex'));
+  if (!client || !secretMatches || client.revoked_at !== null) {
+    throw new OAuthError(
+      401,
+      'invalid_client',
+      'Client authentication failed: unknown client, wrong secret or revoked client',
+      usedBasic ? { 'WWW-Authenticate': 'Basic realm="oauth", charset="UTF-8"' } : {},
+    );
+  }
+  const token = randomToken(32);
+  const issuedAt = new Date(Math.floor(Date.now() / 1000) * 1000);
+  const expiresAt = new Date(issuedAt.getTime() + ttlSeconds * 1000);
+  await insertToken(db, sha256(token), client.id, issuedAt, expiresAt);
+  return {
+    access_token: token,
+    token_type: 'Bearer',
+    expires_in: ttlSeconds,
+    created_at: issuedAt.getTime() / 1000,
+  };
+}
+
+interface CacheEntry {
+  owner: TokenOwner;
+  expiresAtMs: number;
+  cachedUntilMs: number;
+}
+
+/**
+ * Resolves bearer tokens to their account, caching each answer for at most
+ * `staleMs`. Revocation is pushed with Postgres NOTIFY on `client_revoked`,
+ * which empties the cache at once; while the LISTEN connection is down the
+ * cache is bypassed, so a revoked client never outlives its revocation by more
+ * than the notification's delivery time.
+ */
+export class TokenVerifier {
+  private readonly cache = new Map<string, CacheEntry>();
+  private listener: pg.Client | undefined;
+  private listening = false;
+  private closed = false;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly databaseUrl: string,
+    private readonly logger: Logger,
+    private readonly staleMs = 5_000,
+    private readonly maxEntries = 50_000,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.connectListener();
+  }
+
+  private async connectListener(): Promise<void> {
+    if (this.closed) return;
+    const client = new pg.Client({ connectionString: this.databaseUrl });
+    const retry = () => {
+      this.listening = false;
+      this.cache.clear();
+      client.removeAllListeners();
+      client.end().catch(() => undefined);
+      if (!this.closed && !this.reconnectTimer) {
+        this.reconnectTimer = setTimeout(() => {
+          this.reconnectTimer = undefined;
+          void this.connectListener();
+        }, 1_000);
+      }
+    };
+    client.on('error', (error) => {
+      this.logger.warn({ err: error }, 'token revocation listener lost; token cache disabled until it reconnects');
+      retry();
+    });
+    client.on('end', retry);
+    client.on('notification', () => this.cache.clear());
+    try {
+      await client.connect();
+      await client.query('LISTEN client_revoked');
+      this.listener = client;
+      this.listening = true;
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not listen for token revocations');
+      retry();
+    }
+  }
+
+  async verify(token: string): Promise<Principal | null> {
+    const key = sha256(token);
+    const cacheKey = key.toString('base64');
+    const now = Date.now();
+    const hit = this.listening ? this.cache.get(cacheKey) : undefined;
+    if (hit && hit.cachedUntilMs > now) {
+      return hit.expiresAtMs > now ? toPrincipal(hit.owner) : null;
+    }
+    const owner = await findLiveToken(this.db, key);
+    if (!owner) {
+      this.cache.delete(cacheKey);
+      return null;
+    }
+    if (this.listening) {
+      if (this.cache.size >= this.maxEntries) this.cache.clear();
+      this.cache.set(cacheKey, { owner, expiresAtMs: Date.parse(owner.expires_at), cachedUntilMs: now + this.staleMs });
+    }
+    return toPrincipal(owner);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    const listener = this.listener;
+    this.listener = undefined;
+    if (listener) {
+      listener.removeAllListeners();
+      listener.on('error', () => undefined);
+      await listener.end().catch(() => undefined);
+    }
+  }
+}
+
+const toPrincipal = (owner: TokenOwner): Principal => ({
+  accountId: owner.account_id,
+  clientPk: owner.client_pk,
+  clientId: owner.client_id,
+});

@@ -1,0 +1,88 @@
+import { z } from 'zod';
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((value) => (value === '' ? undefined : value));
+
+const integer = (fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value === '') return fallback;
+      if (!/^\d+$/.test(value)) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be an integer between ${min} and ${max}` });
+        return z.NEVER;
+      }
+      const parsed = Number(value);
+      if (parsed < min || parsed > max) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be an integer between ${min} and ${max}` });
+        return z.NEVER;
+      }
+      return parsed;
+    });
+
+const url = (fallback: string, protocols: string[]) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      const candidate = value === undefined || value === '' ? fallback : value;
+      try {
+        const parsed = new URL(candidate);
+        if (!protocols.includes(parsed.protocol)) throw new Error('protocol');
+        return candidate;
+      } catch {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be a ${protocols.join(' or ')}// URL` });
+        return z.NEVER;
+      }
+    });
+
+const environmentSchema = z.object({
+  DATABASE_URL: url('postgres://postgres@127.0.0.1:5432/commerce_sync', ['postgres:', 'postgresql:']),
+  REDIS_URL: url('redis://127.0.0.1:6379', ['redis:', 'rediss:']),
+  PORT: integer(3000, 0, 65535),
+  HOST: optionalString.transform((value) => value ?? '0.0.0.0'),
+  TOKEN_TTL_SECONDS: integer(7200, 1, 7200),
+  ADMIN_USER: optionalString.transform((value) => value ?? 'admin'),
+  ADMIN_PASSWORD: optionalString,
+  WORKER_CONCURRENCY: integer(4, 1, 256),
+  WORKER_METRICS_PORT: integer(9100, 0, 65535),
+  QUEUE_PREFIX: optionalString.transform((value) => value ?? 'sync'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .optional()
+    .transform((value) => value ?? 'info'),
+  NODE_ENV: optionalString.transform((value) => value ?? 'development'),
+});
+
+export type Config = z.output<typeof environmentSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Parses an environment (normally `process.env`) into the typed configuration.
+ * @throws {ConfigError} naming every variable that is wrong.
+ */
+export function parseConfig(environment: Record<string, string | undefined>): Config {
+  const result = environmentSchema.safeParse(environment);
+  if (result.success) return result.data;
+  throw new ConfigError(
+    result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`),
+  );
+}
+
+let cached: Config | undefined;
+
+/** The process configuration, parsed once from `process.env`. This is the only reader of `process.env`. */
+export function loadConfig(overrides: Partial<Record<keyof Config, string>> = {}): Config {
+  if (Object.keys(overrides).length > 0) return parseConfig({ ...process.env, ...overrides });
+  cached ??= parseConfig(process.env);
+  return cached;
+}

@@ -1,0 +1,145 @@
+/**
+ * Every error the service raises on purpose is an AppError. The API's error
+ * middleware turns each subclass into the exact body of CONTRACT.md; anything
+ * else is unexpected and becomes the generic 500.
+ */
+export abstract class AppError extends Error {
+  abstract readonly status: number;
+  readonly headers: Record<string, string> = {};
+
+  /** The JSON body sent to the client. */
+  abstract body(): unknown;
+}
+
+export type ValidationErrorClass = 'missing_parameters' | 'unknown_parameters' | 'invalid_parameters';
+
+export class ValidationError extends AppError {
+  readonly status = 400;
+
+  constructor(
+    readonly errorClass: ValidationErrorClass,
+    readonly parameters: string[],
+    message?: string,
+  ) {
+    super(message ?? ValidationError.defaultMessage(errorClass, parameters));
+  }
+
+  static defaultMessage(errorClass: ValidationErrorClass, parameters: string[]): string {
+    const names = parameters.join(', ');
+    switch (errorClass) {
+      case 'missing_parameters':
+        return `Missing required parameters: ${names}`;
+      case 'unknown_parameters':
+        return `Unknown parameters: ${names}`;
+      case 'invalid_parameters':
+        return `Invalid parameters: ${names}`;
+    }
+  }
+
+  body() {
+    return { error: { message: this.message, [this.errorClass]: this.parameters } };
+  }
+}
+
+export class BadRequestError extends AppError {
+  readonly status = 400;
+  body() {
+    return { error: { message: this.message } };
+  }
+}
+
+export class LanguageNotFoundError extends AppError {
+  readonly status = 404;
+  constructor(readonly languageId: string) {
+    super(`Language '${languageId}' not found`);
+  }
+  body() {
+    return { error: { message: this.message } };
+  }
+}
+
+export class RecordNotFoundError extends AppError {
+  readonly status = 404;
+  /** @param resource the human name, e.g. "Product" or "Shopping cart". */
+  constructor(readonly resource: string) {
+    super(`${resource} not found`);
+  }
+  body() {
+    return { error: this.message };
+  }
+}
+
+export class RouteNotFoundError extends AppError {
+  readonly status = 404;
+  constructor() {
+    super('Not found');
+  }
+  body() {
+    return { error: 'Not found' };
+  }
+}
+
+export class UnauthorizedError extends AppError {
+  readonly status = 401;
+  override readonly headers = { 'WWW-Authenticate': 'Bearer realm="api", error="invalid_token"' };
+  constructor() {
+    super('A valid access token is required: request a token at /oauth/token and send it as "Authorization: Bearer <token>"');
+  }
+  body() {
+    return { error: this.message };
+  }
+}
+
+export type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'server_error';
+
+export class OAuthError extends AppError {
+  constructor(
+    readonly status: number,
+    readonly code: OAuthErrorCode,
+    description: string,
+    headers: Record<string, string> = {},
+  ) {
+    super(description);
+    Object.assign(this.headers, headers, { 'Cache-Control': 'no-store', Pragma: 'no-cache' });
+  }
+  body() {
+    return { error: this.code, error_description: this.message };
+  }
+}
+
+export class HttpStatusError extends AppError {
+  constructor(
+    readonly status: number,
+    message: string,
+    headers: Record<string, string> = {},
+  ) {
+    super(message);
+    Object.assign(this.headers, headers);
+  }
+  body() {
+    return { error: { message: this.message } };
+  }
+}
+
+export class AdminUnavailableError extends AppError {
+  readonly status = 503;
+  constructor() {
+    super('The admin interface is disabled: set ADMIN_PASSWORD to enable it');
+  }
+  body() {
+    return { error: this.message };
+  }
+}
+
+export class AdminUnauthorizedError extends AppError {
+  readonly status = 401;
+  override readonly headers = { 'WWW-Authenticate': 'Basic realm="admin", charset="UTF-8"' };
+  constructor() {
+    super('Admin credentials are required');
+  }
+  body() {
+    return { error: this.message };
+  }
+}
+
+export const GENERIC_500_BODY = { error: 'The request cannot be processed at this moment' } as const;

@@ -1,0 +1,28 @@
+import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+
+/** Every queue the service uses, and the job names each one carries. */
+export const QUEUES = {
+  maintenance: { name: 'maintenance', jobs: ['purge-language', 'purge-expired-tokens'] },
+} as const;
+
+export type QueueKey = keyof typeof QUEUES;
+export type JobName = (typeof QUEUES)[QueueKey]['jobs'][number];
+
+export interface JobData {
+  'purge-language': { langKey: number };
+  'purge-expired-tokens': Record<string, never>;
+}
+
+/** Failed work retries with backoff; finished jobs are trimmed by age and count. */
+export const DEFAULT_JOB_OPTIONS: JobsOptions = {
+  attempts: 8,
+  backoff: { type: 'exponential', delay: 500 },
+  removeOnComplete: { age: 3_600, count: 1_000 },
+  removeOnFail: { age: 7 * 24 * 3_600, count: 10_000 },
+};
+
+export function createQueues(connection: ConnectionOptions, prefix: string): Record<QueueKey, Queue> {
+  return {
+    maintenance: new Queue(QUEUES.maintenance.name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }),
+  };
+}

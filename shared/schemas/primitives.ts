@@ -1,0 +1,48 @@
+import { z } from 'zod';
+
+/** v1 ids and references: a string of 1..255 characters or an integer, stored as the same string (CONTRACT 2). */
+export const idSchema = z
+  .union([z.string().min(1).max(255), z.number().int().safe()])
+  .transform((value) => String(value))
+  .pipe(z.string().min(1).max(255));
+
+export const idListSchema = z.array(idSchema);
+
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}(?::?\d{2})?)?)?$/i;
+
+/**
+ * ISO 8601 date-time, normalised to UTC with millisecond precision. A value
+ * without a zone is read as UTC; a bare date is midnight UTC.
+ */
+export const dateTimeSchema = z.string().transform((value, ctx) => {
+  const match = DATE_TIME.exec(value);
+  if (match) {
+    let text = value.replace(' ', 'T');
+    if (!match[4]) text = `${text}T00:00:00Z`;
+    else if (!match[7]) text = `${text}Z`;
+    const ms = Date.parse(text);
+    const month = Number(match[2]);
+    const day = Number(match[3]);
+    if (!Number.isNaN(ms) && month >= 1 && month <= 12 && day >= 1 && day <= 31) {
+      return new Date(ms).toISOString();
+    }
+  }
+  ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be an ISO 8601 date-time' });
+  return z.NEVER;
+});
+
+export const urlSchema = z
+  .string()
+  .max(2048)
+  .refine((value) => {
+    try {
+      const url = new URL(value);
+      return url.protocol === 'http:' || url.protocol === 'https:';
+    } catch {
+      return false;
+    }
+  }, 'must be an http or https URL');
+
+export const emailSchema = z.string().max(320).email();
+
+export const finiteNumber = z.number().finite();

@@ -1,0 +1,134 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { startApi, type RunningApi } from '../../api/server.js';
+import { createClient } from '../../shared/auth.service.js';
+import { parseConfig, type Config } from '../../shared/config.js';
+import { createDatabase, type Database } from '../../shared/db.js';
+import { createLogger } from '../../shared/logger.js';
+import { migrate } from '../../shared/migrator.js';
+import { startWorker, type RunningWorker } from '../../worker/worker.js';
+
+export const POSTGRES_URL = process.env['TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432';
+export const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+
+export interface HttpResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  raw?: string | Buffer;
+  token?: string | null;
+  headers?: Record<string, string>;
+}
+
+export interface Credentials {
+  account: string;
+  client_id: string;
+  client_secret: string;
+}
+
+export interface TestEnvironment {
+  config: Config;
+  databaseName: string;
+  baseUrl: string;
+  db: Database;
+  api: RunningApi;
+  worker?: RunningWorker;
+  request(method: string, path: string, options?: RequestOptions): Promise<HttpResponse>;
+  /** A new client in `account` (a fresh account by default). */
+  newClient(account?: string): Promise<Credentials>;
+  /** A bearer token for a fresh client of `account`. */
+  token(account?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export const uniqueName = (prefix: string) => `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+
+export async function dropDatabase(name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: `${POSTGRES_URL}/postgres` });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+export function testConfig(databaseName: string, overrides: Record<string, string> = {}): Config {
+  return parseConfig({
+    DATABASE_URL: `${POSTGRES_URL}/${databaseName}`,
+    REDIS_URL,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
+    QUEUE_PREFIX: uniqueName('tq'),
+    ADMIN_PASSWORD: 'test-admin-password',
+    WORKER_CONCURRENCY: '2',
+    ...overrides,
+  });
+}
+
+export async function httpRequest(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse> {
+  const headers: Record<string, string> = { ...options.headers };
+  let body: string | Buffer | undefined;
+  if (options.raw !== undefined) body = options.raw;
+  else if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  if (options.token) headers['authorization'] = `Bearer ${options.token}`;
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: response.status, headers: response.headers, body: parsed, text };
+}
+
+/**
+ * A fresh database (migrated), the real API on a free port and, unless
+ * `worker: false`, a real worker, all on their own queue prefix.
+ */
+export async function startEnvironment(options: { worker?: boolean; env?: Record<string, string> } = {}): Promise<TestEnvironment> {
+  const databaseName = uniqueName('cs_test');
+  const config = testConfig(databaseName, options.env);
+  await migrate(config.DATABASE_URL);
+  const logger = createLogger(config.LOG_LEVEL, 'test');
+  const api = await startApi(config, logger);
+  const worker = options.worker === false ? undefined : await startWorker(config, logger);
+  const db = await createDatabase(config.DATABASE_URL, { maximumPoolSize: 4 });
+  const baseUrl = `http://127.0.0.1:${api.port}`;
+  const request = (method: string, path: string, requestOptions?: RequestOptions) => httpRequest(baseUrl, method, path, requestOptions);
+  const newClient = (account = uniqueName('acct')) => createClient(db, account);
+  return {
+    config,
+    databaseName,
+    baseUrl,
+    db,
+    api,
+    worker,
+    request,
+    newClient,
+    async token(account?: string) {
+      const client = await newClient(account);
+      const response = await request('POST', '/oauth/token', {
+        body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
+      });
+      if (response.status !== 200) throw new Error(`token request failed: ${response.status} ${response.text}`);
+      return response.body.access_token as string;
+    },
+    async close() {
+      await api.close();
+      await worker?.close();
+      await db.end();
+      await dropDatabase(databaseName);
+    },
+  };
+}

@@ -1,0 +1,19 @@
+import { QUEUES, type JobName } from '../../shared/queue.js';
+import type { ProcessorRegistry } from './processor.js';
+import { purgeExpiredTokensProcessor } from './purge-expired-tokens.processor.js';
+import { purgeLanguageProcessor } from './purge-language.processor.js';
+
+export const processors: ProcessorRegistry = {
+  'purge-language': purgeLanguageProcessor,
+  'purge-expired-tokens': purgeExpiredTokensProcessor,
+};
+
+/**
+ * Start-up check: every job name a queue carries has a processor.
+ * @throws naming the job names without one.
+ */
+export function assertRegistryComplete(registry: Partial<Record<string, unknown>>): void {
+  const declared: JobName[] = Object.values(QUEUES).flatMap((queue) => [...queue.jobs]);
+  const missing = declared.filter((name) => typeof registry[name] !== 'function');
+  if (missing.length > 0) throw new Error(`No processor registered for job name(s): ${missing.join(', ')}`);
+}
