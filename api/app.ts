@@ -1,13 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import type Router from '@koa/router';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { TokenVerifier } from '../shared/auth.service.js';
 import type { Config } from '../shared/config.js';
 import type { Database } from '../shared/db.js';
+import type { OutboxNotifier } from '../shared/outbox-notifier.js';
 import type { AppContext, AppState } from './context.js';
 import { errorMiddleware } from './middleware/error.middleware.js';
+import { adminRouter } from './routes/admin.router.js';
 import { healthRouter } from './routes/health.router.js';
 import { oauthRouter } from './routes/oauth.router.js';
 import { v1Router } from './routes/v1.router.js';
@@ -18,6 +21,8 @@ export interface AppDependencies {
   redis: Redis;
   logger: Logger;
   verifier: TokenVerifier;
+  notifier: OutboxNotifier;
+  queues: Queue[];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
@@ -46,7 +51,8 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
   const routers: Router<AppState>[] = [
     healthRouter(deps.db, deps.redis),
     oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS),
-    v1Router({ db: deps.db, verifier: deps.verifier }),
+    v1Router({ db: deps.db, verifier: deps.verifier, notifier: deps.notifier }),
+    adminRouter({ config: deps.config, db: deps.db, queues: deps.queues }),
   ];
   for (const router of routers) {
     app.use(router.routes());

@@ -3,6 +3,8 @@ import { TokenVerifier } from '../shared/auth.service.js';
 import type { Config } from '../shared/config.js';
 import { createDatabase } from '../shared/db.js';
 import { createLogger, type Logger } from '../shared/logger.js';
+import { OutboxNotifier } from '../shared/outbox-notifier.js';
+import { createQueues } from '../shared/queue.js';
 import { createRedis } from '../shared/redis.js';
 import { createApp } from './app.js';
 
@@ -19,7 +21,9 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   const verifier = new TokenVerifier(db, config.DATABASE_URL, logger);
   await verifier.start();
-  const app = createApp({ config, db, redis, logger, verifier });
+  const queues = createQueues(redis, config.QUEUE_PREFIX);
+  const notifier = new OutboxNotifier(queues.effects, logger);
+  const app = createApp({ config, db, redis, logger, verifier, notifier, queues: Object.values(queues) });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -41,6 +45,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
           server.closeIdleConnections();
         });
         await verifier.close();
+        await Promise.all(Object.values(queues).map((queue) => queue.close()));
         await db.end();
         redis.disconnect();
       })();

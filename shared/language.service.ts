@@ -1,5 +1,7 @@
+import { sql } from 'slonik';
 import type { Database } from './db.js';
 import { LanguageNotFoundError } from './errors.js';
+import type { OutboxNotifier } from './outbox-notifier.js';
 import {
   findLanguage,
   markLanguageDeleted,
@@ -7,16 +9,55 @@ import {
   upsertLanguage,
   type LanguageRow,
 } from './repositories/language.repository.js';
+import { insertOutboxEntry, LOCK_LANGUAGE } from './repositories/record.repository.js';
 import type { LanguageWrite } from './schemas/language.schema.js';
 
-export async function saveLanguage(db: Database, accountId: number, input: LanguageWrite) {
-  const row = await upsertLanguage(db, accountId, input);
+export interface LanguageContext {
+  db: Database;
+  notifier: OutboxNotifier;
+  accountId: number;
+  clientId: string;
+  requestId: string;
+}
+
+export async function saveLanguage(context: LanguageContext, input: LanguageWrite) {
+  const row = await context.db.transaction(async (tx) => {
+    const saved = await upsertLanguage(tx, context.accountId, input);
+    await insertOutboxEntry(tx, saved.lang_key, 'language', 'upsert', saved.id, {
+      accountId: context.accountId,
+      languageId: saved.id,
+      actor: context.clientId,
+      requestId: context.requestId,
+      payload: { ...input, created: saved.inserted ?? false },
+    });
+    return saved;
+  });
+  context.notifier.notify(row.lang_key);
   return toLanguageResponse(row);
 }
 
-/** Deletes a language (idempotent: an unknown id is reported as deleted, SPEC has no 404 here). */
-export async function deleteLanguage(db: Database, accountId: number, languageId: string) {
-  const row = await markLanguageDeleted(db, accountId, languageId);
+/**
+ * Deletes a language (an unknown id is reported as deleted: SPEC has no 404
+ * here). Writes in flight hold the language's shared lock, so they finish
+ * before it goes; its records are purged in the background.
+ */
+export async function deleteLanguage(context: LanguageContext, languageId: string) {
+  const row = await context.db.transaction(async (tx) => {
+    const live = await findLanguage(tx, context.accountId, languageId);
+    if (!live) return null;
+    await tx.query(sql.unsafe`SELECT pg_current_xact_id(), pg_advisory_xact_lock(${LOCK_LANGUAGE}, ${live.lang_key}::int)`);
+    const deleted = await markLanguageDeleted(tx, context.accountId, languageId);
+    if (!deleted) return null;
+    await insertOutboxEntry(tx, deleted.lang_key, 'language', 'delete', deleted.id, {
+      accountId: context.accountId,
+      languageId: deleted.id,
+      actor: context.clientId,
+      requestId: context.requestId,
+      payload: { id: deleted.id },
+    });
+    return deleted;
+  });
+  if (row) context.notifier.notify(row.lang_key);
   return row ? toLanguageResponse(row) : { id: languageId };
 }
 

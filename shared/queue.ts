@@ -2,6 +2,7 @@ import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 
 /** Every queue the service uses, and the job names each one carries. */
 export const QUEUES = {
+  effects: { name: 'effects', jobs: ['apply-outbox'] },
   maintenance: { name: 'maintenance', jobs: ['purge-language', 'purge-expired-tokens'] },
 } as const;
 
@@ -9,6 +10,7 @@ export type QueueKey = keyof typeof QUEUES;
 export type JobName = (typeof QUEUES)[QueueKey]['jobs'][number];
 
 export interface JobData {
+  'apply-outbox': { langKey: number };
   'purge-language': { langKey: number };
   'purge-expired-tokens': Record<string, never>;
 }
@@ -23,6 +25,7 @@ export const DEFAULT_JOB_OPTIONS: JobsOptions = {
 
 export function createQueues(connection: ConnectionOptions, prefix: string): Record<QueueKey, Queue> {
   return {
+    effects: new Queue(QUEUES.effects.name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }),
     maintenance: new Queue(QUEUES.maintenance.name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }),
   };
 }

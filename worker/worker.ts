@@ -5,6 +5,7 @@ import { createLogger, type Logger } from '../shared/logger.js';
 import { createQueues, QUEUES, type JobName, type QueueKey } from '../shared/queue.js';
 import { createRedis } from '../shared/redis.js';
 import { listLanguagesPendingPurge } from '../shared/repositories/language.repository.js';
+import { languagesWithPendingChanges } from './effects/effects.repository.js';
 import { assertRegistryComplete, processors } from './processors/index.js';
 import type { Processor, ProcessorContext } from './processors/processor.js';
 
@@ -13,7 +14,7 @@ export interface RunningWorker {
   close(): Promise<void>;
 }
 
-const SWEEP_INTERVAL_MS = 1_000;
+const SWEEP_INTERVAL_MS = 250;
 
 /**
  * Runs one worker process: a BullMQ Worker per queue dispatching by job name
@@ -50,6 +51,10 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     if (sweeping) return;
     sweeping = true;
     try {
+      const window = Math.floor(Date.now() / 1_000);
+      for (const langKey of await languagesWithPendingChanges(db)) {
+        await queues.effects.add('apply-outbox', { langKey }, { jobId: `apply-${langKey}-sweep-${window}` });
+      }
       for (const langKey of await listLanguagesPendingPurge(db, 100)) {
         await queues.maintenance.add('purge-language', { langKey }, { jobId: `purge-language-${langKey}` });
       }

@@ -1,9 +1,14 @@
 import Router from '@koa/router';
+import { z } from 'zod';
+import type { TokenVerifier } from '../../shared/auth.service.js';
 import type { Database } from '../../shared/db.js';
 import { deleteLanguage, saveLanguage } from '../../shared/language.service.js';
+import type { OutboxNotifier } from '../../shared/outbox-notifier.js';
+import { lookupProfile, removeRecord, saveRecord } from '../../shared/record.service.js';
 import { parseEnvelope } from '../../shared/schemas/envelope.js';
 import { languageWriteSchema } from '../../shared/schemas/language.schema.js';
-import type { TokenVerifier } from '../../shared/auth.service.js';
+import { KINDS, RECORD_KINDS } from '../../shared/schemas/record-kinds.js';
+import { parseOrThrow } from '../../shared/validation.js';
 import { principalOf, type AppContext, type AppState } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
@@ -11,23 +16,53 @@ import { bodyMiddleware } from '../middleware/body.middleware.js';
 export interface V1Dependencies {
   db: Database;
   verifier: TokenVerifier;
+  notifier: OutboxNotifier;
 }
 
-export function v1Router({ db, verifier }: V1Dependencies) {
+const profileQuerySchema = z
+  .object({
+    id: z.string().min(1).max(255).optional(),
+    email: z.string().min(1).max(320).optional(),
+  })
+  .strict();
+
+export function v1Router({ db, verifier, notifier }: V1Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v1' });
   router.use(bearerMiddleware(verifier));
   const body = bodyMiddleware();
+  const context = (ctx: AppContext) => {
+    const principal = principalOf(ctx);
+    return { db, notifier, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId };
+  };
 
   router.post(['/languages', '/languages/'], body, async (ctx: AppContext) => {
     const input = parseEnvelope('language', ctx.request.body, languageWriteSchema);
-    const language = await saveLanguage(db, principalOf(ctx).accountId, input);
+    const language = await saveLanguage(context(ctx), input);
     ctx.body = { language, message: 'Language successfully saved' };
   });
 
   router.delete('/languages/:language_id', async (ctx: AppContext) => {
-    const language = await deleteLanguage(db, principalOf(ctx).accountId, ctx.params['language_id']!);
+    const language = await deleteLanguage(context(ctx), ctx.params['language_id']!);
     ctx.body = { language, message: 'Language successfully deleted' };
   });
+
+  router.get('/languages/:language_id/profiles', async (ctx: AppContext) => {
+    const query = parseOrThrow(profileQuerySchema, { ...ctx.query });
+    const profile = await lookupProfile(db, principalOf(ctx).accountId, ctx.params['language_id']!, query);
+    ctx.body = { profile };
+  });
+
+  for (const kind of RECORD_KINDS) {
+    const { segment, resource } = KINDS[kind];
+    router.post(`/languages/:language_id/${segment}`, body, async (ctx: AppContext) => {
+      const record = await saveRecord(context(ctx), ctx.params['language_id']!, kind, ctx.request.body);
+      ctx.body = { [kind]: record, message: `${resource} successfully saved` };
+    });
+    router.delete(`/languages/:language_id/${segment}/:record_id`, async (ctx: AppContext) => {
+      const record = await removeRecord(context(ctx), ctx.params['language_id']!, kind, ctx.params['record_id']!);
+      ctx.body = { [kind]: record, message: `${resource} successfully deleted` };
+    });
+  }
 
   return router;
 }

@@ -58,9 +58,10 @@ export async function markLanguageDeleted(db: CommonQueryMethods, accountId: num
 
 export async function listLanguagesPendingPurge(db: CommonQueryMethods, limit: number): Promise<readonly number[]> {
   return db.anyFirst(sql.type(z.object({ lang_key: z.number() }))`
-    SELECT lang_key FROM languages
-    WHERE deleted_at IS NOT NULL AND purged_at IS NULL
-    ORDER BY lang_key
+    SELECT l.lang_key FROM languages l
+    WHERE l.deleted_at IS NOT NULL AND l.purged_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.lang_key = l.lang_key)
+    ORDER BY l.lang_key
     LIMIT ${limit}
   `);
 }
@@ -76,3 +77,12 @@ export const toLanguageResponse = (row: LanguageRow) => ({
   active: row.active,
   url: row.url,
 });
+
+/** Deletes up to `limit` rows of a deleted language from `table`; returns how many went. */
+export async function purgeLanguageBatch(db: CommonQueryMethods, table: 'records' | 'links', langKey: number, limit: number): Promise<number> {
+  const result = await db.query(sql.unsafe`
+    DELETE FROM ${sql.identifier([table])}
+    WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${sql.identifier([table])} WHERE lang_key = ${langKey} LIMIT ${limit}))
+  `);
+  return result.rowCount;
+}

@@ -81,7 +81,7 @@ export async function httpRequest(baseUrl: string, method: string, path: string,
     headers['content-type'] ??= 'application/json';
   }
   if (options.token) headers['authorization'] = `Bearer ${options.token}`;
-  const response = await fetch(`${baseUrl}${path}`, { method, headers, body });
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, body: body as BodyInit | undefined });
   const text = await response.text();
   let parsed: unknown = undefined;
   try {

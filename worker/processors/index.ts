@@ -1,9 +1,11 @@
 import { QUEUES, type JobName } from '../../shared/queue.js';
+import { applyOutboxProcessor } from './apply-outbox.processor.js';
 import type { ProcessorRegistry } from './processor.js';
 import { purgeExpiredTokensProcessor } from './purge-expired-tokens.processor.js';
 import { purgeLanguageProcessor } from './purge-language.processor.js';
 
 export const processors: ProcessorRegistry = {
+  'apply-outbox': applyOutboxProcessor,
   'purge-language': purgeLanguageProcessor,
   'purge-expired-tokens': purgeExpiredTokensProcessor,
 };

@@ -1,0 +1,168 @@
+import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
+import { z } from 'zod';
+import type { RecordKind } from '../schemas/record-kinds.js';
+
+/** Advisory lock classes (two-key form). */
+export const LOCK_LANGUAGE = 1;
+export const LOCK_APPLIER = 2;
+
+const storedRecord = z.object({
+  id: z.string(),
+  data: z.record(z.unknown()),
+  created_at: z.string().nullable(),
+  updated_at: z.string().nullable(),
+});
+export type StoredRecord = z.infer<typeof storedRecord>;
+
+const writtenRecord = storedRecord.extend({ seq: z.number() });
+export type WrittenRecord = z.infer<typeof writtenRecord>;
+
+export interface OutboxFields {
+  accountId: number;
+  languageId: string;
+  actor: string;
+  requestId: string;
+  payload: Record<string, unknown>;
+}
+
+/**
+ * Assigns the transaction its xid before it takes a write sequence number
+ * (the applier's safe horizon relies on that) and holds the language open
+ * against a concurrent language delete until commit.
+ */
+export async function beginLanguageWrite(tx: DatabaseTransactionConnection, langKey: number): Promise<void> {
+  await tx.query(sql.unsafe`
+    SELECT pg_current_xact_id(), pg_advisory_xact_lock_shared(${LOCK_LANGUAGE}, ${langKey}::int)
+  `);
+}
+
+export type UpsertOutcome = { status: 'written'; record: WrittenRecord } | { status: 'language-gone' } | { status: 'overtaken' };
+
+/**
+ * Creates or merges a record and queues its effects in the outbox, in one
+ * statement. The sequence number is taken before the row lock on insert, so an
+ * update that lost a race to a higher-numbered write is refused ('overtaken')
+ * and the caller retries: stamps only ever grow.
+ */
+export async function upsertRecord(
+  tx: DatabaseTransactionConnection,
+  langKey: number,
+  kind: RecordKind,
+  id: string,
+  fields: Record<string, unknown>,
+  times: { created_at?: string | null; updated_at?: string | null },
+  outbox: OutboxFields,
+): Promise<UpsertOutcome> {
+  const names = Object.keys(fields);
+  const createdAt = times.created_at ? sql.fragment`${times.created_at}::timestamptz` : sql.fragment`NULL::timestamptz`;
+  const updatedAt = times.updated_at ? sql.fragment`${times.updated_at}::timestamptz` : sql.fragment`NULL::timestamptz`;
+  const row = await tx.maybeOne(sql.type(writtenRecord)`
+    WITH s AS (
+      SELECT nextval('write_seq') AS seq, date_trunc('milliseconds', clock_timestamp()) AS now
+    ),
+    w AS (
+      INSERT INTO records AS r (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at)
+      SELECT
+        ${langKey}, ${kind}, ${id}, ${sql.jsonb(fields as never)},
+        coalesce((SELECT jsonb_object_agg(name, s.seq) FROM unnest(${sql.array(names, 'text')}) AS name), '{}'::jsonb),
+        true, s.seq, s.seq, coalesce(${createdAt}, s.now), coalesce(${updatedAt}, s.now)
+      FROM s
+      WHERE EXISTS (SELECT 1 FROM languages WHERE lang_key = ${langKey} AND deleted_at IS NULL)
+      ON CONFLICT (lang_key, kind, id) DO UPDATE SET
+        data = CASE WHEN r.live THEN r.data || excluded.data ELSE excluded.data END,
+        stamps = CASE WHEN r.live THEN r.stamps || excluded.stamps ELSE excluded.stamps END,
+        live = true,
+        created_seq = CASE WHEN r.live THEN r.created_seq ELSE excluded.created_seq END,
+        write_seq = excluded.write_seq,
+        created_at = CASE
+          WHEN ${times.created_at ? true : false} OR NOT r.live THEN excluded.created_at
+          ELSE r.created_at
+        END,
+        updated_at = excluded.updated_at
+      WHERE r.write_seq < excluded.write_seq
+      RETURNING r.id, r.data, r.created_at, r.updated_at, r.write_seq AS seq
+    ),
+    o AS (
+      INSERT INTO outbox (seq, lang_key, account_id, language_id, kind, action, record_id, payload, actor, request_id)
+      SELECT w.seq, ${langKey}, ${outbox.accountId}, ${outbox.languageId}, ${kind}, 'upsert', w.id,
+             ${sql.jsonb(outbox.payload as never)}, ${outbox.actor}, ${outbox.requestId}
+      FROM w
+    )
+    SELECT id, data, created_at, updated_at, seq FROM w
+  `);
+  if (row) return { status: 'written', record: row };
+  const languageLive = await tx.exists(sql.unsafe`
+    SELECT 1 FROM languages WHERE lang_key = ${langKey} AND deleted_at IS NULL
+  `);
+  return languageLive ? { status: 'overtaken' } : { status: 'language-gone' };
+}
+
+/**
+ * Tombstones a live record and queues its cascade. Returns the record as it
+ * was, or null when there is no live record with that id.
+ */
+export async function deleteRecord(
+  tx: DatabaseTransactionConnection,
+  langKey: number,
+  kind: RecordKind,
+  id: string,
+  outbox: OutboxFields,
+): Promise<StoredRecord | null> {
+  const before = await tx.maybeOne(sql.type(storedRecord)`
+    SELECT id, data, created_at, updated_at
+    FROM records
+    WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ${id} AND live
+    FOR UPDATE
+  `);
+  if (!before) return null;
+  await tx.query(sql.unsafe`
+    WITH s AS (SELECT nextval('write_seq') AS seq),
+    d AS (
+      UPDATE records
+      SET live = false, data = '{}', stamps = '{}', deleted_seq = s.seq, write_seq = s.seq
+      FROM s
+      WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ${id}
+      RETURNING s.seq
+    )
+    INSERT INTO outbox (seq, lang_key, account_id, language_id, kind, action, record_id, payload, actor, request_id)
+    SELECT d.seq, ${langKey}, ${outbox.accountId}, ${outbox.languageId}, ${kind}, 'delete', ${id},
+           ${sql.jsonb(outbox.payload as never)}, ${outbox.actor}, ${outbox.requestId}
+    FROM d
+  `);
+  return before;
+}
+
+export async function findLiveRecord(db: CommonQueryMethods, langKey: number, kind: RecordKind, id: string): Promise<StoredRecord | null> {
+  return db.maybeOne(sql.type(storedRecord)`
+    SELECT id, data, created_at, updated_at
+    FROM records
+    WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ${id} AND live
+  `);
+}
+
+export async function findProfileByEmail(db: CommonQueryMethods, langKey: number, email: string): Promise<StoredRecord | null> {
+  return db.maybeOne(sql.type(storedRecord)`
+    SELECT id, data, created_at, updated_at
+    FROM records
+    WHERE lang_key = ${langKey} AND kind = 'profile' AND live AND lower(data ->> 'email') = lower(${email})
+    ORDER BY created_seq
+    LIMIT 1
+  `);
+}
+
+/** Queues an audit-only change (languages are written synchronously but audited like every change). */
+export async function insertOutboxEntry(
+  tx: DatabaseTransactionConnection,
+  langKey: number,
+  kind: string,
+  action: 'upsert' | 'delete',
+  recordId: string,
+  outbox: OutboxFields,
+): Promise<number> {
+  return tx.oneFirst(sql.type(z.object({ seq: z.number() }))`
+    INSERT INTO outbox (seq, lang_key, account_id, language_id, kind, action, record_id, payload, actor, request_id)
+    VALUES (nextval('write_seq'), ${langKey}, ${outbox.accountId}, ${outbox.languageId}, ${kind}, ${action}, ${recordId},
+            ${sql.jsonb(outbox.payload as never)}, ${outbox.actor}, ${outbox.requestId})
+    RETURNING seq
+  `);
+}

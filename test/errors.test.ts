@@ -1,0 +1,164 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dropDatabase, startEnvironment, type HttpResponse, type TestEnvironment } from './support/harness.js';
+
+const GENERIC_500 = { error: 'The request cannot be processed at this moment' };
+const MIB = 1024 * 1024;
+
+/** A language body whose JSON text is exactly `bytes` long. */
+function languageOfSize(bytes: number): string {
+  const shell = JSON.stringify({ language: { id: 'big', name: '', code: 'bg' } });
+  const text = JSON.stringify({ language: { id: 'big', name: 'n'.repeat(bytes - shell.length), code: 'bg' } });
+  expect(Buffer.byteLength(text)).toBe(bytes);
+  return text;
+}
+
+describe('when the service is healthy', () => {
+  let env: TestEnvironment;
+  let token: string;
+
+  beforeAll(async () => {
+    env = await startEnvironment({ worker: false });
+    token = await env.token();
+  });
+  afterAll(() => env.close());
+
+  const postLanguage = (raw: string, contentType: string) =>
+    env.request('POST', '/api/v1/languages', { token, raw, headers: { 'content-type': contentType } });
+
+  describe('when the body cannot be read', () => {
+    it.each([
+      ['truncated JSON', '{"language":'],
+      ['JSON with a trailing comma', '{"language":{"id":"x","name":"X","code":"x",}}'],
+      ['text that is not JSON at all', 'language=x'],
+    ])('should answer 400 with an error message for %s', async (_case, raw) => {
+      const response = await postLanguage(raw, 'application/json');
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: { message: expect.any(String) } });
+    });
+
+    it.each([
+      ['text/plain', JSON.stringify({ language: { id: 'x', name: 'X', code: 'x' } })],
+      ['application/x-www-form-urlencoded', 'language[id]=x&language[name]=X&language[code]=x'],
+      ['application/xml', '<language><id>x</id></language>'],
+    ])('should answer 415 for content type %s', async (contentType, raw) => {
+      const response = await postLanguage(raw, contentType);
+      expect(response.status).toBe(415);
+      expect(response.body?.error).toBeDefined();
+    });
+
+    it('should answer 413 for a JSON body over 1 MiB', async () => {
+      const response = await postLanguage(languageOfSize(MIB + 1), 'application/json');
+      expect(response.status).toBe(413);
+      expect(response.body?.error).toBeDefined();
+    });
+
+    it('should read a JSON body of exactly 1 MiB (and judge its content instead)', async () => {
+      const response = await postLanguage(languageOfSize(MIB), 'application/json');
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: { message: expect.any(String), invalid_parameters: ['name'] } });
+    });
+  });
+
+  describe('when the path is unknown', () => {
+    it.each([
+      ['/nope', 'GET'],
+      ['/nope', 'POST'],
+      ['/api/v1/nope', 'GET'],
+      ['/api/v1/nope', 'POST'],
+      ['/api/v1/languages/xx/nope', 'DELETE'],
+    ])('should answer 404 Not found for %s (%s)', async (path, method) => {
+      const response = await env.request(method, path, { token });
+      expect(response.status).toBe(404);
+      expect(response.body).toEqual({ error: 'Not found' });
+    });
+  });
+
+  describe('when the method is wrong for a known path', () => {
+    it.each([
+      ['GET', '/api/v1/languages/xx', 'DELETE'],
+      ['PUT', '/api/v1/languages/xx', 'DELETE'],
+      ['GET', '/api/v1/languages', 'POST'],
+      ['PUT', '/oauth/token', 'POST'],
+      ['GET', '/oauth/token', 'POST'],
+    ])('should answer %s %s with 405 and Allow: %s', async (method, path, allowed) => {
+      const response = await env.request(method, path, { token });
+      expect(response.status).toBe(405);
+      const allow = (response.headers.get('allow') ?? '').split(',').map((name) => name.trim());
+      expect(allow).toContain(allowed);
+      expect(allow).not.toContain(method);
+    });
+  });
+
+  describe('when a request id is involved', () => {
+    const requests: Array<[string, () => Promise<HttpResponse>]> = [
+      ['a 200', () => env.request('GET', '/healthz')],
+      ['a 200 write', () => env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'r', name: 'R', code: 'r' } } })],
+      ['a 400', () => env.request('POST', '/api/v1/languages', { token, body: {} })],
+      ['a 401', () => env.request('POST', '/api/v1/languages', { body: {} })],
+      ['a 404', () => env.request('GET', '/nope')],
+      ['a 405', () => env.request('GET', '/api/v1/languages/xx', { token })],
+      ['an OAuth error', () => env.request('POST', '/oauth/token', { body: {} })],
+    ];
+
+    it.each(requests)('should carry an X-Request-Id on %s', async (_case, call) => {
+      const response = await call();
+      expect(response.headers.get('x-request-id')).toMatch(/\S/);
+    });
+
+    it('should give each request its own id', async () => {
+      const [a, b] = await Promise.all([env.request('GET', '/healthz'), env.request('GET', '/healthz')]);
+      expect(a.headers.get('x-request-id')).not.toBe(b.headers.get('x-request-id'));
+    });
+
+    it.each([
+      ['a 200', 'GET', '/healthz'],
+      ['a 404', 'GET', '/nope'],
+    ])('should echo a supplied X-Request-Id on %s', async (_case, method, path) => {
+      const response = await env.request(method, path, { headers: { 'x-request-id': 'abc-123' } });
+      expect(response.headers.get('x-request-id')).toBe('abc-123');
+    });
+  });
+});
+
+describe('when the database disappears under a running API', () => {
+  let env: TestEnvironment;
+  let token: string;
+  let response: HttpResponse;
+
+  beforeAll(async () => {
+    env = await startEnvironment({ worker: false });
+    token = await env.token();
+    // Used once, so the token may be answered from the API's cache.
+    const warm = await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'w', name: 'W', code: 'w' } } });
+    expect(warm.status).toBe(200);
+    // WITH (FORCE) terminates every connection of the API, the harness and the revocation listener.
+    await dropDatabase(env.databaseName);
+    response = await env.request('POST', '/api/v1/languages', {
+      token,
+      body: { language: { id: 'after-drop', name: 'After', code: 'ad' } },
+      headers: { 'x-request-id': 'failure-1' },
+    });
+  });
+  afterAll(async () => {
+    try {
+      await env.close();
+    } catch {
+      // The database is gone already; pools complain about their dead connections.
+    }
+  });
+
+  it('should answer 500 with exactly the generic body', () => {
+    expect(response.status).toBe(500);
+    expect(response.body).toEqual(GENERIC_500);
+  });
+
+  it('should leak no stack trace, SQL or database name', () => {
+    expect(response.text).toBe(JSON.stringify(GENERIC_500));
+    expect(response.text).not.toContain(env.databaseName);
+    expect(response.text).not.toMatch(/\bat .*\(|INSERT|SELECT|languages|postgres/i);
+  });
+
+  it('should still carry the request id', () => {
+    expect(response.headers.get('x-request-id')).toBe('failure-1');
+  });
+});

@@ -1,0 +1,202 @@
+import type { DatabaseTransactionConnection } from 'slonik';
+import { KINDS, STUB_PARENT_FIELD, TRACKED_FIELD, type RecordKind } from '../../shared/schemas/record-kinds.js';
+import {
+  backdateCreation,
+  insertStub,
+  lockRow,
+  projectDelete,
+  projectFields,
+  removeLinks,
+  replaceLinks,
+  reviveAsStub,
+  serialChildren,
+  setSerialState,
+  type AuditEntry,
+  type OutboxEntry,
+  type RecordKey,
+} from './effects.repository.js';
+
+type Tx = DatabaseTransactionConnection;
+
+const SYSTEM = 'system';
+
+/**
+ * Applies one outbox entry's effects as if it ran alone at its sequence
+ * number. Entries of a language arrive strictly in sequence order, so the
+ * serial columns (`w_live`, `w_ref`, links) always show the state just before
+ * this entry; the API view, which may already hold later writes, is updated
+ * only where no later write touched it (see docs/consistency.md).
+ */
+export class EntryApplier {
+  readonly audits: AuditEntry[] = [];
+
+  constructor(
+    private readonly tx: Tx,
+    private readonly entry: OutboxEntry,
+  ) {}
+
+  private key(kind: string, id: string): RecordKey {
+    return { langKey: this.entry.lang_key, kind, id };
+  }
+
+  private audit(kind: string, recordId: string, action: string, actor: string, changes: Record<string, unknown>) {
+    this.audits.push({
+      account_id: this.entry.account_id,
+      lang_key: this.entry.lang_key,
+      language_id: this.entry.language_id,
+      kind,
+      record_id: recordId,
+      action,
+      actor,
+      request_id: this.entry.request_id,
+      write_seq: this.entry.seq,
+      at: this.entry.accepted_at,
+      changes,
+    });
+  }
+
+  async apply(): Promise<void> {
+    const { kind, action, record_id: id, payload, actor } = this.entry;
+    if (kind === 'language') {
+      const { created, ...changes } = payload;
+      this.audit('language', id, action === 'delete' ? 'delete' : created ? 'create' : 'update', actor, action === 'delete' ? {} : changes);
+      return;
+    }
+    if (action === 'upsert') await this.applyUpsert(kind as RecordKind, id, payload);
+    else await this.applyDelete(kind as RecordKind, id);
+  }
+
+  private async applyUpsert(kind: RecordKind, id: string, payload: Record<string, unknown>) {
+    const seq = this.entry.seq;
+    const definition = KINDS[kind];
+    const row = await lockRow(this.tx, this.key(kind, id));
+    const created = !row?.w_live;
+    const { id: _id, ...changes } = payload;
+    this.audit(kind, id, created ? 'create' : 'update', this.entry.actor, changes);
+    if (row) {
+      const tracked = TRACKED_FIELD[kind];
+      const sent = tracked !== undefined && payload[tracked] !== undefined;
+      const ref = sent ? ((payload[tracked] as string | null) ?? null) : created ? null : row.w_ref;
+      await setSerialState(this.tx, this.key(kind, id), true, ref);
+    }
+
+    for (const ref of definition.refs) {
+      const target = payload[ref.field];
+      if (ref.stub && typeof target === 'string') await this.ensureStub(ref.kind, target, {});
+    }
+    for (const list of definition.stubLists) {
+      const value = payload[list.field] as Array<string | { id: string }> | null | undefined;
+      for (const target of unique((value ?? []).map((item) => (typeof item === 'string' ? item : item.id)))) {
+        await this.ensureStub(list.kind, target, {});
+      }
+    }
+    for (const list of definition.lists) {
+      if (payload[list.field] === undefined) continue;
+      const ids = unique((payload[list.field] as string[] | null) ?? []);
+      if (list.mode === 'replace') {
+        for (const target of ids) await this.ensureStub(list.kind, target, {});
+        const { removed, added } = await replaceLinks(this.tx, this.entry.lang_key, list.rel, list.side, id, ids, seq);
+        for (const other of removed) this.audit(kind, id, 'unlink', SYSTEM, { [list.field]: other });
+        for (const other of added) this.audit(kind, id, 'link', SYSTEM, { [list.field]: other });
+      } else {
+        for (const child of ids) {
+          await this.ensureStub(list.kind, child, { [list.childField]: id });
+          await this.pointAt(list.kind, child, list.childField, id);
+        }
+      }
+    }
+  }
+
+  private async applyDelete(kind: RecordKind, id: string) {
+    const key = this.key(kind, id);
+    const row = await lockRow(this.tx, key);
+    if (row) await setSerialState(this.tx, key, false, null);
+    this.audit(kind, id, 'delete', this.entry.actor, {});
+    const langKey = this.entry.lang_key;
+    switch (kind) {
+      case 'product': {
+        for (const variant of await serialChildren(this.tx, langKey, 'variant', id)) await this.cascadeDelete('variant', variant);
+        for (const category of await removeLinks(this.tx, langKey, 'product_category', 'a', id)) {
+          this.audit('product', id, 'unlink', SYSTEM, { category_ids: category });
+        }
+        for (const related of await removeLinks(this.tx, langKey, 'relevant', 'a', id)) {
+          this.audit('product', id, 'unlink', SYSTEM, { relevant_product_ids: related });
+        }
+        for (const owner of await removeLinks(this.tx, langKey, 'relevant', 'b', id)) {
+          this.audit('product', owner, 'unlink', SYSTEM, { relevant_product_ids: id });
+        }
+        break;
+      }
+      case 'category': {
+        for (const product of await removeLinks(this.tx, langKey, 'product_category', 'b', id)) {
+          this.audit('category', id, 'unlink', SYSTEM, { product_ids: product });
+        }
+        for (const child of await serialChildren(this.tx, langKey, 'category', id)) await this.setNull('category', child, 'parent_category_id');
+        break;
+      }
+      case 'brand': {
+        for (const product of await serialChildren(this.tx, langKey, 'product', id)) await this.setNull('product', product, 'brand_id');
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  /** Creates `kind`/`id` as a stub unless it exists at this point of the serial order. */
+  private async ensureStub(kind: RecordKind, id: string, requested: Record<string, unknown>) {
+    const seq = this.entry.seq;
+    const key = this.key(kind, id);
+    const row = await lockRow(this.tx, key);
+    if (row?.w_live) return;
+    const parentField = STUB_PARENT_FIELD[kind];
+    const fields: Record<string, unknown> = {};
+    if (parentField && requested[parentField] !== undefined) fields[parentField] = requested[parentField];
+    for (const [name, value] of Object.entries(requested)) fields[name] = value;
+    const tracked = TRACKED_FIELD[kind];
+    const ref = tracked ? ((fields[tracked] as string | undefined) ?? null) : null;
+    const at = this.entry.accepted_at;
+    if (!row) {
+      await insertStub(this.tx, key, fields, seq, at, ref);
+    } else {
+      await setSerialState(this.tx, key, true, ref);
+      if (!row.live) {
+        await reviveAsStub(this.tx, key, fields, seq, at);
+      } else {
+        // The API already holds a later create of this id: the stub came first.
+        await backdateCreation(this.tx, key, seq, at);
+        await projectFields(this.tx, key, fields, seq);
+      }
+    }
+    this.audit(kind, id, 'stub', SYSTEM, fields);
+  }
+
+  /** Point-at list: the child's reference field now names the writer. */
+  private async pointAt(kind: RecordKind, id: string, field: string, parent: string) {
+    const key = this.key(kind, id);
+    const row = await lockRow(this.tx, key);
+    if (!row) return;
+    const tracked = TRACKED_FIELD[kind] === field;
+    if (tracked && row.w_ref === parent) return;
+    if (tracked) await setSerialState(this.tx, key, true, parent);
+    await projectFields(this.tx, key, { [field]: parent }, this.entry.seq);
+    this.audit(kind, id, 'link', SYSTEM, { [field]: parent });
+  }
+
+  private async setNull(kind: RecordKind, id: string, field: string) {
+    const key = this.key(kind, id);
+    await setSerialState(this.tx, key, true, null);
+    await projectFields(this.tx, key, { [field]: null }, this.entry.seq);
+    this.audit(kind, id, 'unlink', SYSTEM, { [field]: null });
+  }
+
+  private async cascadeDelete(kind: RecordKind, id: string) {
+    const key = this.key(kind, id);
+    await lockRow(this.tx, key);
+    await setSerialState(this.tx, key, false, null);
+    await projectDelete(this.tx, key, this.entry.seq);
+    this.audit(kind, id, 'cascade_delete', SYSTEM, {});
+  }
+}
+
+const unique = (ids: string[]) => [...new Set(ids)];

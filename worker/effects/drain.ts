@@ -1,0 +1,139 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { Database } from '../../shared/db.js';
+import { EntryApplier } from './applier.js';
+import {
+  deleteOutboxEntries,
+  insertAuditEntries,
+  markOutboxEntryFailed,
+  readHorizonCandidate,
+  readOutboxBatch,
+  snapshotSettled,
+  tryLockApplier,
+  type AuditEntry,
+  type OutboxEntry,
+} from './effects.repository.js';
+
+export interface DrainOptions {
+  batchSize?: number;
+  /** Stop after this long; whatever is left is picked up by the next job. */
+  budgetMs?: number;
+  /** An entry that fails this many times is set aside as failed (sync-status `failed`). */
+  maxEntryAttempts?: number;
+}
+
+export interface DrainResult {
+  applied: number;
+  busy: boolean;
+}
+
+export class EntryFailedError extends Error {}
+
+async function waitForHorizon(db: Database): Promise<number> {
+  const { snapshot, last_seq: lastSeq } = await readHorizonCandidate(db);
+  for (let waited = 0; !(await snapshotSettled(db, snapshot)); waited += 1) {
+    await sleep(waited < 50 ? 1 : 10);
+  }
+  return lastSeq;
+}
+
+/**
+ * Applies the pending changes of one language in sequence order, in batches,
+ * each batch one transaction that also writes the audit entries and removes
+ * the applied outbox rows: a crash anywhere leaves either all or none of a
+ * batch applied.
+ * @throws {EntryFailedError} when an entry fails and has attempts left (the job is retried with backoff).
+ */
+export async function drainLanguage(db: Database, langKey: number, logger: Logger, options: DrainOptions = {}): Promise<DrainResult> {
+  const batchSize = options.batchSize ?? 500;
+  const deadline = Date.now() + (options.budgetMs ?? 5_000);
+  const maxAttempts = options.maxEntryAttempts ?? 3;
+  let applied = 0;
+  while (Date.now() < deadline) {
+    const horizon = await waitForHorizon(db);
+    let progressed = false;
+    for (;;) {
+      const outcome = await applyBatch(db, langKey, horizon, batchSize, maxAttempts, logger);
+      if (outcome === 'busy') return { applied, busy: true };
+      applied += outcome;
+      if (outcome === 0) break;
+      progressed = true;
+      if (outcome < batchSize || Date.now() >= deadline) break;
+    }
+    if (!progressed) break;
+  }
+  return { applied, busy: false };
+}
+
+async function applyBatch(
+  db: Database,
+  langKey: number,
+  horizon: number,
+  batchSize: number,
+  maxAttempts: number,
+  logger: Logger,
+): Promise<number | 'busy'> {
+  try {
+    return await db.transaction(async (tx) => {
+      if (!(await tryLockApplier(tx, langKey))) return 'busy' as const;
+      const entries = await readOutboxBatch(tx, langKey, horizon, batchSize);
+      const audits: AuditEntry[] = [];
+      for (const entry of entries) audits.push(...(await applyEntry(tx, entry)));
+      await insertAuditEntries(tx, audits);
+      await deleteOutboxEntries(tx, entries.map((entry) => entry.seq));
+      return entries.length;
+    });
+  } catch (error) {
+    if (isConnectionError(error)) throw error;
+    logger.warn({ err: (error as Error).message, lang_key: langKey }, 'batch failed; isolating the failing change');
+    return applyCarefully(db, langKey, horizon, batchSize, maxAttempts, logger);
+  }
+}
+
+/** Entry by entry with savepoints, stopping at the first failure so order is kept. */
+async function applyCarefully(
+  db: Database,
+  langKey: number,
+  horizon: number,
+  batchSize: number,
+  maxAttempts: number,
+  logger: Logger,
+): Promise<number | 'busy'> {
+  let failure: { entry: OutboxEntry; error: Error } | undefined;
+  const done = await db.transaction(async (tx) => {
+    if (!(await tryLockApplier(tx, langKey))) return 'busy' as const;
+    const entries = await readOutboxBatch(tx, langKey, horizon, batchSize);
+    const audits: AuditEntry[] = [];
+    const appliedSeqs: number[] = [];
+    for (const entry of entries) {
+      try {
+        audits.push(...(await tx.transaction((savepoint) => applyEntry(savepoint, entry))));
+        appliedSeqs.push(entry.seq);
+      } catch (error) {
+        if (isConnectionError(error)) throw error;
+        failure = { entry, error: error as Error };
+        await markOutboxEntryFailed(tx, entry.seq, (error as Error).message, maxAttempts);
+        break;
+      }
+    }
+    await insertAuditEntries(tx, audits);
+    await deleteOutboxEntries(tx, appliedSeqs);
+    return appliedSeqs.length;
+  });
+  if (failure) {
+    logger.error({ err: failure.error, seq: failure.entry.seq, kind: failure.entry.kind }, 'change could not be applied');
+    if (done === 0) throw new EntryFailedError(`change ${failure.entry.seq} failed: ${failure.error.message}`);
+  }
+  return done;
+}
+
+async function applyEntry(tx: Parameters<Parameters<Database['transaction']>[0]>[0], entry: OutboxEntry): Promise<AuditEntry[]> {
+  const applier = new EntryApplier(tx, entry);
+  await applier.apply();
+  return applier.audits;
+}
+
+function isConnectionError(error: unknown): boolean {
+  const name = (error as { name?: string }).name ?? '';
+  return ['ConnectionError', 'BackendTerminatedError', 'BackendTerminatedUnexpectedlyError', 'StatementTimeoutError'].includes(name);
+}

@@ -1,0 +1,276 @@
+import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
+import { z } from 'zod';
+import { LOCK_APPLIER } from '../../shared/repositories/record.repository.js';
+
+type Tx = DatabaseTransactionConnection;
+
+export const outboxEntry = z.object({
+  seq: z.number(),
+  lang_key: z.number(),
+  account_id: z.number(),
+  account: z.string(),
+  language_id: z.string(),
+  kind: z.string(),
+  action: z.enum(['upsert', 'delete']),
+  record_id: z.string(),
+  payload: z.record(z.unknown()),
+  actor: z.string(),
+  request_id: z.string().nullable(),
+  accepted_at: z.string(),
+});
+export type OutboxEntry = z.infer<typeof outboxEntry>;
+
+export const rowState = z.object({
+  live: z.boolean(),
+  w_live: z.boolean(),
+  w_ref: z.string().nullable(),
+  stamps: z.record(z.number()),
+  deleted_seq: z.number(),
+  write_seq: z.number(),
+});
+export type RowState = z.infer<typeof rowState>;
+
+export interface AuditEntry {
+  account_id: number;
+  lang_key: number;
+  language_id: string;
+  kind: string;
+  record_id: string;
+  action: string;
+  actor: string;
+  request_id: string | null;
+  write_seq: number;
+  at: string;
+  changes: Record<string, unknown>;
+}
+
+export interface RecordKey {
+  langKey: number;
+  kind: string;
+  id: string;
+}
+
+const where = (key: RecordKey) => sql.fragment`lang_key = ${key.langKey} AND kind = ${key.kind} AND id = ${key.id}`;
+
+/**
+ * The safe horizon: the highest sequence number below which every change has
+ * committed or aborted. Changes take their number after their xid, so once
+ * every transaction in flight at the snapshot has ended, no change numbered at
+ * or below `last_value` can still appear.
+ */
+export async function readHorizonCandidate(db: CommonQueryMethods) {
+  return db.one(sql.type(z.object({ snapshot: z.string(), last_seq: z.number() }))`
+    SELECT pg_current_snapshot()::text AS snapshot, (SELECT last_value FROM write_seq) AS last_seq
+  `);
+}
+
+export async function snapshotSettled(db: CommonQueryMethods, snapshot: string): Promise<boolean> {
+  return db.oneFirst(sql.type(z.object({ settled: z.boolean() }))`
+    SELECT NOT EXISTS (
+      SELECT 1 FROM pg_snapshot_xip(${snapshot}::pg_snapshot) AS x
+      WHERE pg_xact_status(x) = 'in progress'
+    ) AS settled
+  `);
+}
+
+/** One applier per language at a time; the lock ends with the transaction. */
+export async function tryLockApplier(tx: Tx, langKey: number): Promise<boolean> {
+  return tx.oneFirst(sql.type(z.object({ locked: z.boolean() }))`
+    SELECT pg_try_advisory_xact_lock(${LOCK_APPLIER}, ${langKey}::int) AS locked
+  `);
+}
+
+export async function readOutboxBatch(tx: Tx, langKey: number, maxSeq: number, limit: number): Promise<readonly OutboxEntry[]> {
+  return tx.any(sql.type(outboxEntry)`
+    SELECT o.seq, o.lang_key, o.account_id, a.name AS account, o.language_id, o.kind, o.action, o.record_id,
+           o.payload, o.actor, o.request_id, o.accepted_at
+    FROM outbox o
+    JOIN accounts a ON a.id = o.account_id
+    WHERE o.lang_key = ${langKey} AND o.seq <= ${maxSeq} AND o.failed_at IS NULL
+    ORDER BY o.seq
+    LIMIT ${limit}
+  `);
+}
+
+export async function deleteOutboxEntries(tx: Tx, seqs: number[]): Promise<void> {
+  if (seqs.length === 0) return;
+  await tx.query(sql.unsafe`DELETE FROM outbox WHERE seq = ANY(${sql.array(seqs, 'int8')})`);
+}
+
+export async function markOutboxEntryFailed(db: CommonQueryMethods, seq: number, error: string, maxAttempts: number): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE outbox
+    SET attempts = attempts + 1,
+        last_error = ${error.slice(0, 2000)},
+        failed_at = CASE WHEN attempts + 1 >= ${maxAttempts} THEN now() ELSE NULL END
+    WHERE seq = ${seq}
+  `);
+}
+
+/** Languages with pending changes, by a skip scan (cheap even with millions of pending rows). */
+export async function languagesWithPendingChanges(db: CommonQueryMethods): Promise<readonly number[]> {
+  return db.anyFirst(sql.type(z.object({ lang_key: z.number() }))`
+    WITH RECURSIVE pending AS (
+      (SELECT lang_key FROM outbox WHERE failed_at IS NULL ORDER BY lang_key LIMIT 1)
+      UNION ALL
+      SELECT (
+        SELECT o.lang_key FROM outbox o
+        WHERE o.lang_key > pending.lang_key AND o.failed_at IS NULL
+        ORDER BY o.lang_key LIMIT 1
+      )
+      FROM pending
+      WHERE pending.lang_key IS NOT NULL
+    )
+    SELECT lang_key FROM pending WHERE lang_key IS NOT NULL
+  `);
+}
+
+export async function lockRow(tx: Tx, key: RecordKey): Promise<RowState | null> {
+  return tx.maybeOne(sql.type(rowState)`
+    SELECT live, w_live, w_ref, stamps, deleted_seq, write_seq
+    FROM records
+    WHERE ${where(key)}
+    FOR UPDATE
+  `);
+}
+
+export async function setSerialState(tx: Tx, key: RecordKey, wLive: boolean, wRef: string | null): Promise<void> {
+  await tx.query(sql.unsafe`UPDATE records SET w_live = ${wLive}, w_ref = ${wRef} WHERE ${where(key)}`);
+}
+
+/** A stub where there is no row: live in both views. */
+export async function insertStub(tx: Tx, key: RecordKey, fields: Record<string, unknown>, seq: number, at: string, wRef: string | null) {
+  await tx.query(sql.unsafe`
+    INSERT INTO records (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at, w_live, w_ref)
+    VALUES (
+      ${key.langKey}, ${key.kind}, ${key.id}, ${sql.jsonb(fields as never)},
+      coalesce((SELECT jsonb_object_agg(k, ${seq}::bigint) FROM jsonb_object_keys(${sql.jsonb(fields as never)}) AS k), '{}'),
+      true, ${seq}, ${seq}, ${at}::timestamptz, ${at}::timestamptz, true, ${wRef}
+    )
+  `);
+}
+
+/** Revives a tombstone (deleted before `seq`) as a stub. */
+export async function reviveAsStub(tx: Tx, key: RecordKey, fields: Record<string, unknown>, seq: number, at: string) {
+  await tx.query(sql.unsafe`
+    UPDATE records SET
+      data = ${sql.jsonb(fields as never)},
+      stamps = coalesce((SELECT jsonb_object_agg(k, ${seq}::bigint) FROM jsonb_object_keys(${sql.jsonb(fields as never)}) AS k), '{}'),
+      live = true, created_seq = ${seq}, write_seq = greatest(write_seq, ${seq}),
+      created_at = ${at}::timestamptz, updated_at = ${at}::timestamptz
+    WHERE ${where(key)} AND NOT live AND deleted_seq < ${seq}
+  `);
+}
+
+/**
+ * Writes fields into the API view as a change numbered `seq`: a field keeps
+ * its value when the API wrote it later, and nothing happens when the record
+ * was deleted later.
+ */
+export async function projectFields(tx: Tx, key: RecordKey, fields: Record<string, unknown>, seq: number) {
+  if (Object.keys(fields).length === 0) return;
+  const json = sql.jsonb(fields as never);
+  await tx.query(sql.unsafe`
+    UPDATE records SET
+      data = data || (
+        SELECT coalesce(jsonb_object_agg(f.key, f.value), '{}') FROM jsonb_each(${json}) f
+        WHERE coalesce((stamps ->> f.key)::bigint, 0) < ${seq}
+      ),
+      stamps = stamps || (
+        SELECT coalesce(jsonb_object_agg(f.key, ${seq}::bigint), '{}') FROM jsonb_each(${json}) f
+        WHERE coalesce((stamps ->> f.key)::bigint, 0) < ${seq}
+      )
+    WHERE ${where(key)} AND live AND deleted_seq < ${seq}
+  `);
+}
+
+/** A stub numbered `seq` precedes an API create numbered later: the record was created by the stub. */
+export async function backdateCreation(tx: Tx, key: RecordKey, seq: number, at: string) {
+  await tx.query(sql.unsafe`
+    UPDATE records SET created_seq = ${seq}, created_at = ${at}::timestamptz
+    WHERE ${where(key)} AND live AND deleted_seq < ${seq} AND created_seq > ${seq}
+  `);
+}
+
+/**
+ * Deletes in the API view as of `seq`: fields written later by the API
+ * survive (they re-created the record), everything older goes.
+ */
+export async function projectDelete(tx: Tx, key: RecordKey, seq: number) {
+  await tx.query(sql.unsafe`
+    UPDATE records SET
+      live = write_seq > ${seq},
+      data = CASE WHEN write_seq > ${seq} THEN (
+        SELECT coalesce(jsonb_object_agg(f.key, f.value), '{}') FROM jsonb_each(data) f
+        WHERE coalesce((stamps ->> f.key)::bigint, 0) > ${seq}
+      ) ELSE '{}' END,
+      stamps = CASE WHEN write_seq > ${seq} THEN (
+        SELECT coalesce(jsonb_object_agg(f.key, f.value), '{}') FROM jsonb_each(stamps) f
+        WHERE f.value::bigint > ${seq}
+      ) ELSE '{}' END,
+      created_seq = CASE WHEN write_seq > ${seq} THEN write_seq ELSE created_seq END,
+      created_at = CASE WHEN write_seq > ${seq} THEN updated_at ELSE created_at END,
+      deleted_seq = ${seq}
+    WHERE ${where(key)} AND live AND deleted_seq < ${seq}
+  `);
+}
+
+export async function serialChildren(tx: Tx, langKey: number, kind: string, parentId: string): Promise<readonly string[]> {
+  return tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM records
+    WHERE lang_key = ${langKey} AND kind = ${kind} AND w_live AND w_ref = ${parentId}
+    ORDER BY id
+  `);
+}
+
+export type LinkSide = 'a' | 'b';
+
+/** The writer's side of a many-to-many relation becomes exactly `ids`. */
+export async function replaceLinks(tx: Tx, langKey: number, rel: string, side: LinkSide, writer: string, ids: string[], seq: number) {
+  const mine = sql.identifier([side]);
+  const other = sql.identifier([side === 'a' ? 'b' : 'a']);
+  const removed = await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+    DELETE FROM links
+    WHERE lang_key = ${langKey} AND rel = ${rel} AND ${mine} = ${writer} AND NOT (${other} = ANY(${sql.array(ids, 'text')}))
+    RETURNING ${other} AS id
+  `);
+  const added = ids.length === 0 ? [] : await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+    INSERT INTO links (lang_key, rel, ${mine}, ${other}, seq)
+    SELECT ${langKey}, ${rel}, ${writer}, other_id, ${seq}
+    FROM unnest(${sql.array(ids, 'text')}) AS other_id
+    ON CONFLICT DO NOTHING
+    RETURNING ${other} AS id
+  `);
+  return { removed, added };
+}
+
+/** Removes every link of `id` on one side; returns the ids on the other side. */
+export async function removeLinks(tx: Tx, langKey: number, rel: string, side: LinkSide, id: string): Promise<readonly string[]> {
+  const mine = sql.identifier([side]);
+  const other = sql.identifier([side === 'a' ? 'b' : 'a']);
+  return tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+    DELETE FROM links WHERE lang_key = ${langKey} AND rel = ${rel} AND ${mine} = ${id}
+    RETURNING ${other} AS id
+  `);
+}
+
+export async function insertAuditEntries(tx: Tx, entries: AuditEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  const column = <K extends keyof AuditEntry>(name: K) => entries.map((entry) => entry[name]);
+  await tx.query(sql.unsafe`
+    INSERT INTO audit_log (account_id, lang_key, language_id, kind, record_id, action, actor, request_id, write_seq, at, changes)
+    SELECT * FROM unnest(
+      ${sql.array(column('account_id'), 'int8')},
+      ${sql.array(column('lang_key'), 'int8')},
+      ${sql.array(column('language_id'), 'text')},
+      ${sql.array(column('kind'), 'text')},
+      ${sql.array(column('record_id'), 'text')},
+      ${sql.array(column('action'), 'text')},
+      ${sql.array(column('actor'), 'text')},
+      ${sql.array(column('request_id'), 'text')},
+      ${sql.array(column('write_seq'), 'int8')},
+      ${sql.array(column('at'), 'timestamptz')},
+      ${sql.array(entries.map((entry) => JSON.stringify(entry.changes)), 'jsonb')}
+    )
+  `);
+}
