@@ -21,7 +21,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   const verifier = new TokenVerifier(db, config.DATABASE_URL, logger);
   await verifier.start();
-  const queues = createQueues(redis, config.QUEUE_PREFIX);
+  const queues = createQueues(redis, config.QUEUE_PREFIX, (error) => logger.debug({ err: error.message }, 'queue error'));
   const notifier = new OutboxNotifier(queues.effects, logger);
   const app = createApp({ config, db, redis, logger, verifier, notifier, queues: Object.values(queues) });
   const server = app.listen(config.PORT, config.HOST);

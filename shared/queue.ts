@@ -23,9 +23,12 @@ export const DEFAULT_JOB_OPTIONS: JobsOptions = {
   removeOnFail: { age: 7 * 24 * 3_600, count: 10_000 },
 };
 
-export function createQueues(connection: ConnectionOptions, prefix: string): Record<QueueKey, Queue> {
-  return {
+export function createQueues(connection: ConnectionOptions, prefix: string, onError: (error: Error) => void = () => undefined): Record<QueueKey, Queue> {
+  const queues = {
     effects: new Queue(QUEUES.effects.name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }),
     maintenance: new Queue(QUEUES.maintenance.name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }),
   };
+  // Without a listener an 'error' event would be printed to stderr on every reconnect attempt.
+  for (const queue of Object.values(queues)) queue.on('error', onError);
+  return queues;
 }

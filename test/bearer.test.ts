@@ -99,17 +99,22 @@ describe('when a token expires while the API has it cached', () => {
 
   it('should answer 401 once its own expiry has passed', async () => {
     // A token's life starts on the whole second it was issued in: ask just after a
-    // second begins so that it lives ~0.9 s, long enough to be used and cached.
-    await sleep(1_000 - (Date.now() % 1_000) + 20);
+    // second begins so that it lives ~0.9 s, long enough to be used and cached
+    // (on a machine so slow that it is not, try again a couple of times).
     const client = await shortLived.newClient();
-    const issued = await shortLived.request('POST', '/oauth/token', {
-      body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
-    });
-    const token: string = issued.body.access_token;
-    const first = await shortLived.request('POST', '/api/v1/languages/', { token, body: languageBody });
-    expect(first.status).toBe(200);
+    let issued: HttpResponse | undefined;
+    let first: HttpResponse | undefined;
+    for (let attempt = 0; attempt < 3 && first?.status !== 200; attempt++) {
+      await sleep(1_000 - (Date.now() % 1_000) + 20);
+      issued = await shortLived.request('POST', '/oauth/token', {
+        body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
+      });
+      first = await shortLived.request('POST', '/api/v1/languages/', { token: issued.body.access_token, body: languageBody });
+    }
+    expect(first?.status).toBe(200);
+    const token: string = issued!.body.access_token;
     // Well past the expiry, well inside the API's 5 s cache window.
-    await sleep(issued.body.created_at * 1_000 + 1_000 - Date.now() + 200);
+    await sleep(issued!.body.created_at * 1_000 + 1_000 - Date.now() + 200);
     expectUnauthorized(await shortLived.request('POST', '/api/v1/languages/', { token, body: languageBody }));
   });
 });

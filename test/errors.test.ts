@@ -59,6 +59,65 @@ describe('when the service is healthy', () => {
     });
   });
 
+  describe('when the body is valid JSON of the wrong shape', () => {
+    it.each([
+      ['an array', '[]'],
+      ['a string', '"language"'],
+      ['a number', '42'],
+      ['a language that is null', '{"language":null}'],
+      ['a language that is an array', '{"language":[]}'],
+      ['a language that is a string', '{"language":"nl"}'],
+    ])('should answer 400, never 500, for %s', async (_case, raw) => {
+      const response = await postLanguage(raw, 'application/json');
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: expect.objectContaining({ message: expect.any(String) }) });
+    });
+  });
+
+  // CONTRACT 11: a client mistake is never a 500. Postgres refuses U+0000 in text
+  // (and unpaired surrogates in jsonb); the service passes such strings through
+  // to SQL unchecked and answers with the generic 500. BUGS, see the report.
+  describe('when a string holds a character Postgres cannot store', () => {
+    it.fails.each([
+      ['a NUL in the language id', { id: 'a\u0000b', name: 'X', code: 'x' }, 'id'],
+      ['a NUL in the language name', { id: 'nul-name', name: 'X\u0000', code: 'x' }, 'name'],
+    ])('should answer 400 invalid_parameters for %s', async (_case, language, field) => {
+      const response = await env.request('POST', '/api/v1/languages', { token, body: { language } });
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: { message: expect.any(String), invalid_parameters: [field] } });
+    });
+
+    it.fails('should not answer 500 for an unpaired surrogate in the language id', async () => {
+      const response = await postLanguage('{"language":{"id":"\\ud800","name":"X","code":"x"}}', 'application/json');
+      expect([200, 400]).toContain(response.status);
+    });
+
+    it.fails('should answer deleteLanguage for an id with a NUL as for any unknown language', async () => {
+      const response = await env.request('DELETE', '/api/v1/languages/a%00b', { token });
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual({ language: { id: 'a\u0000b' }, message: 'Language successfully deleted' });
+    });
+
+    it.fails.each([
+      ['a JSON body', { body: { grant_type: 'client_credentials', client_id: 'a\u0000b', client_secret: 'secret' } }],
+      [
+        'a form body',
+        { raw: 'grant_type=client_credentials&client_id=a%00b&client_secret=secret', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+      ],
+      [
+        'Basic credentials',
+        { body: { grant_type: 'client_credentials' }, headers: { authorization: `Basic ${Buffer.from('a%00b:secret').toString('base64')}` } },
+      ],
+    ])('should refuse a client_id with a NUL in %s as a client mistake', async (_case, options) => {
+      const response = await env.request('POST', '/oauth/token', options);
+      // No client can have such an id: invalid_client (401) or invalid_request (400), never 500.
+      expect([
+        { status: 401, error: 'invalid_client' },
+        { status: 400, error: 'invalid_request' },
+      ]).toContainEqual({ status: response.status, error: response.body?.error });
+    });
+  });
+
   describe('when the path is unknown', () => {
     it.each([
       ['/nope', 'GET'],

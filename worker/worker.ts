@@ -26,7 +26,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
   const db = await createDatabase(config.DATABASE_URL, { maximumPoolSize: config.WORKER_CONCURRENCY + 2 });
   const connection = createRedis(config.REDIS_URL, 'worker');
   connection.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
-  const queues = createQueues(connection, config.QUEUE_PREFIX);
+  const queues = createQueues(connection, config.QUEUE_PREFIX, (error) => logger.debug({ err: error.message }, 'queue error'));
   const context: ProcessorContext = { db, logger };
 
   const dispatch = async (job: Job) => {

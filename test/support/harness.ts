@@ -43,6 +43,10 @@ export interface TestEnvironment {
   newClient(account?: string): Promise<Credentials>;
   /** A bearer token for a fresh client of `account`. */
   token(account?: string): Promise<string>;
+  /** Admin Basic header for this environment. */
+  adminHeaders: Record<string, string>;
+  /** Waits until sync-status reports nothing pending (the queue has drained). */
+  drain(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -116,6 +120,10 @@ export async function startEnvironment(options: { worker?: boolean; env?: Record
     worker,
     request,
     newClient,
+    adminHeaders: { authorization: `Basic ${Buffer.from(`${config.ADMIN_USER}:${config.ADMIN_PASSWORD}`).toString('base64')}` },
+    async drain(timeoutMs = 20_000) {
+      await waitForDrain(request, config, timeoutMs);
+    },
     async token(account?: string) {
       const client = await newClient(account);
       const response = await request('POST', '/oauth/token', {
@@ -131,4 +139,20 @@ export async function startEnvironment(options: { worker?: boolean; env?: Record
       await dropDatabase(databaseName);
     },
   };
+}
+
+/** Polls /admin/api/sync-status until `pending` is 0. */
+export async function waitForDrain(
+  request: (method: string, path: string, options?: RequestOptions) => Promise<HttpResponse>,
+  config: Config,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const headers = { authorization: `Basic ${Buffer.from(`${config.ADMIN_USER}:${config.ADMIN_PASSWORD}`).toString('base64')}` };
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await request('GET', '/admin/api/sync-status', { headers });
+    if (status.status === 200 && status.body.pending === 0) return;
+    if (Date.now() > deadline) throw new Error(`queue did not drain: ${status.text}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }

@@ -110,7 +110,9 @@ export class EntryApplier {
   private async applyDelete(kind: RecordKind, id: string) {
     const key = this.key(kind, id);
     const row = await lockRow(this.tx, key);
-    if (row) await setSerialState(this.tx, key, false, null);
+    // Already gone at this point of the serial order (a cascade got there first): nothing changes.
+    if (!row?.w_live) return;
+    await setSerialState(this.tx, key, false, null);
     this.audit(kind, id, 'delete', this.entry.actor, {});
     const langKey = this.entry.lang_key;
     switch (kind) {

@@ -1,0 +1,148 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApi, type RunningApi } from '../api/server.js';
+import { dropDatabase, httpRequest, POSTGRES_URL, testConfig, uniqueName } from './support/harness.js';
+import { pollUntil } from './support/poll.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
+// Each spawn compiles the CLI with tsx and migrates: allow a slow machine plenty of time.
+const CLI_TIMEOUT = 60_000;
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+const databaseName = uniqueName('cs_cli');
+
+function cli(...args: string[]): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      TSX,
+      ['bin/cli.ts', ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, DATABASE_URL: `${POSTGRES_URL}/${databaseName}`, LOG_LEVEL: 'silent' },
+        timeout: CLI_TIMEOUT,
+      },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+const lines = (text: string) => text.split('\n').filter((line) => line !== '');
+
+let api: RunningApi | undefined;
+let baseUrl: string;
+
+afterAll(async () => {
+  await api?.close();
+  await dropDatabase(databaseName);
+});
+
+const requestToken = (clientId: string, clientSecret: string) =>
+  httpRequest(baseUrl, 'POST', '/oauth/token', {
+    body: { grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret },
+  });
+
+describe('when the CLI manages clients', { timeout: 4 * CLI_TIMEOUT }, () => {
+  let first: { account: string; client_id: string; client_secret: string };
+  let second: typeof first;
+  let firstToken: string;
+
+  beforeAll(async () => {
+    // The CLI creates and migrates the database itself, so the API starts after it.
+    const created = await cli('create-client', '--account', 'shop-a');
+    expect(created, created.stderr).toMatchObject({ code: 0 });
+    first = JSON.parse(created.stdout);
+    api = await startApi(testConfig(databaseName));
+    baseUrl = `http://127.0.0.1:${api.port}`;
+  }, 2 * CLI_TIMEOUT);
+
+  it('should print exactly one JSON line with account, client_id and client_secret on create-client', async () => {
+    const created = await cli('create-client', '--account', 'shop-a');
+    expect(created.code).toBe(0);
+    expect(created.stdout.endsWith('\n')).toBe(true);
+    expect(lines(created.stdout)).toHaveLength(1);
+    second = JSON.parse(created.stdout);
+    expect(Object.keys(second).sort()).toEqual(['account', 'client_id', 'client_secret']);
+    expect(second).toEqual({ account: 'shop-a', client_id: expect.any(String), client_secret: expect.any(String) });
+    expect(second.client_id).not.toBe(first.client_id);
+    expect(second.client_secret).not.toBe(first.client_secret);
+  });
+
+  it('should give a secret that obtains a working token', async () => {
+    const response = await requestToken(first.client_id, first.client_secret);
+    expect(response.status).toBe(200);
+    firstToken = response.body.access_token;
+    const saved = await httpRequest(baseUrl, 'POST', '/api/v1/languages/', {
+      token: firstToken,
+      body: { language: { id: 'nl', name: 'Dutch', code: 'nl', url: 'https://nl.example' } },
+    });
+    expect(saved.status).toBe(200);
+  });
+
+  it('should put a second client of the same account name into the same account', async () => {
+    const token = (await requestToken(second.client_id, second.client_secret)).body.access_token;
+    // The language the first client saved is visible (and merged into) through the second.
+    const saved = await httpRequest(baseUrl, 'POST', '/api/v1/languages/', {
+      token,
+      body: { language: { id: 'nl', name: 'Dutch', code: 'nl' } },
+    });
+    expect(saved.status).toBe(200);
+    expect(saved.body.language.url).toBe('https://nl.example');
+  });
+
+  it('should list one JSON line per client and never a secret', async () => {
+    const listed = await cli('list-clients');
+    expect(listed.code).toBe(0);
+    const rows = lines(listed.stdout).map((line) => JSON.parse(line));
+    expect(rows.map((row) => row.client_id)).toEqual([first.client_id, second.client_id]);
+    for (const row of rows) {
+      expect(row.account).toBe('shop-a');
+      expect(Object.keys(row)).not.toContain('client_secret');
+      expect(Object.keys(row)).not.toContain('secret_hash');
+    }
+    expect(listed.stdout).not.toContain(first.client_secret);
+    expect(listed.stdout).not.toContain(second.client_secret);
+  });
+
+  it('should stop a revoked client\'s tokens at once and refuse it new ones', async () => {
+    const revoked = await cli('revoke-client', '--client-id', first.client_id);
+    expect(revoked, revoked.stderr).toMatchObject({ code: 0 });
+
+    // Revocation reaches the running API by Postgres NOTIFY; allow for its delivery.
+    const response = await pollUntil(
+      () => httpRequest(baseUrl, 'DELETE', '/api/v1/languages/other', { token: firstToken }),
+      (r) => r.status === 401,
+      { timeoutMs: 2_000 },
+    );
+    expect(response.status).toBe(401);
+
+    const refused = await requestToken(first.client_id, first.client_secret);
+    expect(refused.status).toBe(401);
+    expect(refused.body.error).toBe('invalid_client');
+
+    // The other client of the account keeps working.
+    expect((await requestToken(second.client_id, second.client_secret)).status).toBe(200);
+  });
+
+  it.each([
+    ['revoke-client with an unknown id', ['revoke-client', '--client-id', 'no-such-client']],
+    ['revoke-client without --client-id', ['revoke-client']],
+    ['create-client without --account', ['create-client']],
+    ['an unknown command', ['frobnicate']],
+  ])('should exit non-zero with a message on stderr for %s', async (_case, args) => {
+    const result = await cli(...args);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr.trim()).not.toBe('');
+    expect(result.stdout).toBe('');
+  });
+});

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { startWorker, type RunningWorker } from '../worker/worker.js';
+import { startEnvironment, type TestEnvironment } from './support/harness.js';
+import { compare, generate, rng, send, type Sent } from './support/scenario.js';
+
+const BASE_SEED = Number(process.env['MODEL_SEED'] ?? Date.now() % 1_000_000);
+const RUNS = Number(process.env['MODEL_RUNS'] ?? 4);
+const OPERATIONS = Number(process.env['MODEL_OPERATIONS'] ?? 60);
+
+let env: TestEnvironment;
+let secondWorker: RunningWorker | undefined;
+
+async function setUp(seed: number) {
+  const client = await env.newClient();
+  const tokenResponse = await env.request('POST', '/oauth/token', {
+    body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
+  });
+  const token = tokenResponse.body.access_token as string;
+  const languageId = `lang-${seed}`;
+  const created = await env.request('POST', '/api/v1/languages', { token, body: { language: { id: languageId, name: 'L', code: 'xx' } } });
+  expect(created.status).toBe(200);
+  const accountId = await env.db.oneFirst(sql.type(z.object({ id: z.number() }))`SELECT id FROM accounts WHERE name = ${client.account}`);
+  return { token, languageId, accountId };
+}
+
+async function check(seed: number, languageId: string, accountId: number, sent: Sent[]) {
+  await env.drain();
+  const result = await compare(env, languageId, accountId, sent);
+  const context = `seed ${seed} (rerun with MODEL_SEED=${seed} MODEL_RUNS=1)`;
+  expect(result.records.actual, context).toEqual(result.records.expected);
+  expect(result.links.actual, context).toEqual(result.links.expected);
+  expect(result.audit.actual, context).toEqual(result.audit.expected);
+}
+
+beforeAll(async () => {
+  env = await startEnvironment();
+  console.log(`model-based test: base seed ${BASE_SEED}, ${RUNS} runs of ${OPERATIONS} operations`);
+});
+afterAll(async () => {
+  await secondWorker?.close();
+  await env.close();
+});
+
+const seeds = Array.from({ length: RUNS }, (_, index) => BASE_SEED + index);
+
+describe('when random requests are sent one after another', () => {
+  it.each(seeds)('should end, once drained, in the state of the serial model (seed %i)', async (seed) => {
+    const { token, languageId, accountId } = await setUp(seed);
+    const operations = generate(rng(seed), OPERATIONS);
+    const sent: Sent[] = [];
+    for (const [index, operation] of operations.entries()) sent.push(await send(env, token, languageId, operation, `s${seed}-${index}`));
+    await check(seed, languageId, accountId, sent);
+  });
+});
+
+describe('when random requests are sent concurrently', () => {
+  it.each(seeds)('should equal the serial model in the order the service numbered them (seed %i)', async (seed) => {
+    const { token, languageId, accountId } = await setUp(seed + 10_000);
+    const operations = generate(rng(seed + 10_000), OPERATIONS);
+    const sent: Sent[] = [];
+    for (let start = 0; start < operations.length; start += 6) {
+      const chunk = operations.slice(start, start + 6);
+      sent.push(...(await Promise.all(chunk.map((operation, offset) => send(env, token, languageId, operation, `c${seed}-${start + offset}`)))));
+    }
+    await check(seed + 10_000, languageId, accountId, sent);
+  });
+});
+
+describe('when two worker processes share the work', () => {
+  it.each(seeds)('should apply every change once and equal the serial model (seed %i)', async (seed) => {
+    secondWorker ??= await startWorker(env.config);
+    const { token, languageId, accountId } = await setUp(seed + 20_000);
+    const operations = generate(rng(seed + 20_000), OPERATIONS);
+    const sent: Sent[] = [];
+    for (let start = 0; start < operations.length; start += 4) {
+      const chunk = operations.slice(start, start + 4);
+      sent.push(...(await Promise.all(chunk.map((operation, offset) => send(env, token, languageId, operation, `w${seed}-${start + offset}`)))));
+    }
+    await check(seed + 20_000, languageId, accountId, sent);
+  });
+});
+
+describe('when the worker is stopped while requests are accepted', () => {
+  it.each(seeds)('should catch up from the outbox and equal the serial model (seed %i)', async (seed) => {
+    const { token, languageId, accountId } = await setUp(seed + 30_000);
+    await env.worker?.close();
+    await secondWorker?.close();
+    secondWorker = undefined;
+    const operations = generate(rng(seed + 30_000), OPERATIONS);
+    const sent: Sent[] = [];
+    for (const [index, operation] of operations.entries()) sent.push(await send(env, token, languageId, operation, `l${seed}-${index}`));
+    const status = await env.request('GET', '/admin/api/sync-status', { headers: env.adminHeaders });
+    expect(status.body.pending).toBeGreaterThan(0);
+    const worker = await startWorker(env.config);
+    try {
+      await check(seed + 30_000, languageId, accountId, sent);
+    } finally {
+      await worker.close();
+    }
+  });
+});
