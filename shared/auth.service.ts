@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Database } from './db.js';
 import { constantTimeEqual, randomToken, sha256 } from './crypto.js';
 import { OAuthError } from './errors.js';
+import { isStorableText } from './schemas/primitives.js';
 import { findClient, insertClient, upsertAccount } from './repositories/client.repository.js';
 import { findLiveToken, insertToken, type TokenOwner } from './repositories/token.repository.js';
 
@@ -40,7 +41,7 @@ export async function issueToken(
   ttlSeconds: number,
   usedBasic: boolean,
 ): Promise<IssuedToken> {
-  const client = await findClient(db, clientId);
+  const client = isStorableText(clientId) ? await findClient(db, clientId) : null;
   const secretMatches = client !== null && constantTimeEqual(sha256(clientSecret).toString('hex'), client.secret_hash.toString('hex'));
   if (!client || !secretMatches || client.revoked_at !== null) {
     throw new OAuthError(

@@ -79,8 +79,9 @@ async function ensureDatabase(databaseUrl: string): Promise<boolean> {
     try {
       await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
     } catch (error) {
-      // Another process created it first.
-      if ((error as { code?: string }).code !== '42P04') throw error;
+      // Another process created it first: 42P04 if it had committed, 23505 if it was still creating it.
+      const code = (error as { code?: string }).code;
+      if (code !== '42P04' && code !== '23505') throw error;
       return false;
     }
     return true;

@@ -12,6 +12,7 @@ import {
 } from './repositories/record.repository.js';
 import { requireLanguage } from './language.service.js';
 import { parseEnvelope } from './schemas/envelope.js';
+import { isStorableText } from './schemas/primitives.js';
 import { KINDS, type KindDefinition, type RecordKind } from './schemas/record-kinds.js';
 
 export interface WriteContext {
@@ -120,6 +121,7 @@ export async function saveRecord(context: WriteContext, languageId: string, kind
 export async function removeRecord(context: WriteContext, languageId: string, kind: RecordKind, id: string) {
   const definition = KINDS[kind];
   const language = await requireLanguage(context.db, context.accountId, languageId);
+  if (!isStorableText(id)) throw new RecordNotFoundError(definition.resource);
   const before = await context.db.transaction(async (tx) => {
     await beginLanguageWrite(tx, language.lang_key);
     return deleteRecord(tx, language.lang_key, kind, id, {
@@ -142,6 +144,7 @@ export async function removeRecord(context: WriteContext, languageId: string, ki
 export async function lookupProfile(db: Database, accountId: number, languageId: string, query: { id?: string; email?: string }) {
   const language = await requireLanguage(db, accountId, languageId);
   if (!query.id && !query.email) throw new ValidationError('missing_parameters', ['id', 'email']);
+  if ((query.id && !isStorableText(query.id)) || (query.email && !isStorableText(query.email))) throw new RecordNotFoundError('Profile');
   const found =
     (query.id ? await findLiveRecord(db, language.lang_key, 'profile', query.id) : null) ??
     (query.email ? await findProfileByEmail(db, language.lang_key, query.email) : null);

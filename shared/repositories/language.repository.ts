@@ -1,6 +1,7 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import { type LanguageWrite } from '../schemas/language.schema.js';
+import { isStorableText } from '../schemas/primitives.js';
 
 const languageRow = z.object({
   lang_key: z.number(),
@@ -39,6 +40,7 @@ export async function upsertLanguage(db: CommonQueryMethods, accountId: number, 
 }
 
 export async function findLanguage(db: CommonQueryMethods, accountId: number, languageId: string): Promise<LanguageRow | null> {
+  if (!isStorableText(languageId)) return null;
   return db.maybeOne(sql.type(languageRow)`
     SELECT ${columns}
     FROM languages
@@ -48,6 +50,7 @@ export async function findLanguage(db: CommonQueryMethods, accountId: number, la
 
 /** Tombstones the live language; its records are purged in the background. */
 export async function markLanguageDeleted(db: CommonQueryMethods, accountId: number, languageId: string): Promise<LanguageRow | null> {
+  if (!isStorableText(languageId)) return null;
   return db.maybeOne(sql.type(languageRow)`
     UPDATE languages
     SET deleted_at = now()

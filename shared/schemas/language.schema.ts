@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { idSchema, urlSchema } from './primitives.js';
+import { idSchema, textSchema, urlSchema } from './primitives.js';
 
 export const languageWriteSchema = z
   .object({
     id: idSchema,
-    name: z.string().min(1).max(255),
-    code: z.string().min(1).max(35),
+    name: textSchema(1, 255),
+    code: textSchema(1, 35),
     active: z.boolean().nullable().optional(),
     url: urlSchema.nullable().optional(),
   })

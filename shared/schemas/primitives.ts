@@ -1,8 +1,17 @@
 import { z } from 'zod';
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Postgres text and jsonb cannot hold NUL or unpaired surrogates; such input is a client error, never a 500. */
+export const isStorableText = (value: string): boolean => !value.includes('\u0000') && !LONE_SURROGATE.test(value);
+
+/** A string Postgres can store, of `min`..`max` characters. */
+export const textSchema = (min = 0, max = 65_535) =>
+  z.string().min(min).max(max).refine(isStorableText, 'must not contain NUL characters or unpaired surrogates');
+
 /** v1 ids and references: a string of 1..255 characters or an integer, stored as the same string (CONTRACT 2). */
 export const idSchema = z
-  .union([z.string().min(1).max(255), z.number().int().safe()])
+  .union([textSchema(1, 255), z.number().int().safe()])
   .transform((value) => String(value))
   .pipe(z.string().min(1).max(255));
 
@@ -14,7 +23,7 @@ const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\
  * ISO 8601 date-time, normalised to UTC with millisecond precision. A value
  * without a zone is read as UTC; a bare date is midnight UTC.
  */
-export const dateTimeSchema = z.string().transform((value, ctx) => {
+export const dateTimeSchema = textSchema(1, 64).transform((value, ctx) => {
   const match = DATE_TIME.exec(value);
   if (match) {
     let text = value.replace(' ', 'T');
@@ -31,9 +40,7 @@ export const dateTimeSchema = z.string().transform((value, ctx) => {
   return z.NEVER;
 });
 
-export const urlSchema = z
-  .string()
-  .max(2048)
+export const urlSchema = textSchema(1, 2048)
   .refine((value) => {
     try {
       const url = new URL(value);
@@ -43,6 +50,6 @@ export const urlSchema = z
     }
   }, 'must be an http or https URL');
 
-export const emailSchema = z.string().max(320).email();
+export const emailSchema = z.string().max(320).email().refine(isStorableText);
 
 export const finiteNumber = z.number().finite();

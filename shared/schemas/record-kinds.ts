@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dateTimeSchema, emailSchema, finiteNumber, idListSchema, idSchema, urlSchema } from './primitives.js';
+import { dateTimeSchema, emailSchema, finiteNumber, idListSchema, idSchema, textSchema, urlSchema } from './primitives.js';
 
 /** The record kinds that live inside a language (languages have their own table). */
 export const RECORD_KINDS = ['brand', 'category', 'product', 'variant', 'review', 'profile', 'order', 'shopping_cart'] as const;
@@ -44,7 +44,7 @@ export interface KindDefinition {
 }
 
 const optional = <T extends z.ZodTypeAny>(schema: T) => schema.nullable().optional();
-const text = z.string().max(65_535);
+const text = textSchema();
 const timestamps = {
   created_at: optional(dateTimeSchema),
   updated_at: optional(dateTimeSchema),
@@ -53,7 +53,7 @@ const timestamps = {
 const brandSchema = z
   .object({
     id: idSchema,
-    name: text.min(1),
+    name: textSchema(1),
     url: optional(urlSchema),
     content: optional(text),
     product_ids: optional(idListSchema),
@@ -64,7 +64,7 @@ const brandSchema = z
 const categorySchema = z
   .object({
     id: idSchema,
-    name: text.min(1),
+    name: textSchema(1),
     url: optional(urlSchema),
     visible: optional(z.boolean()),
     parent_category_id: optional(idSchema),
@@ -76,7 +76,7 @@ const categorySchema = z
 const productSchema = z
   .object({
     id: idSchema,
-    name: text.min(1),
+    name: textSchema(1),
     short_description: optional(text),
     price: optional(finiteNumber),
     url: optional(urlSchema),
