@@ -6,6 +6,8 @@ import {
   deleteRecord,
   findLiveRecord,
   findProfileByEmail,
+  insertOutboxEntry,
+  shareLockLiveRecord,
   upsertRecord,
   type StoredRecord,
   type UpsertOutcome,
@@ -75,6 +77,36 @@ async function resolveProfileId(db: Database, langKey: number, input: Record<str
 }
 
 /**
+ * parseEnvelope, except that profile rule 9's missing id/email (which needs the
+ * database) still comes before unknown and invalid fields (CONTRACT 4 order).
+ */
+async function parseRecord(
+  kind: RecordKind,
+  body: unknown,
+  definition: KindDefinition,
+  checkProfileMissing: (raw: Record<string, unknown>) => Promise<void>,
+): Promise<Record<string, unknown>> {
+  try {
+    return parseEnvelope(kind, body, definition.schema) as Record<string, unknown>;
+  } catch (error) {
+    if (kind !== 'profile' || !(error instanceof ValidationError) || error.errorClass === 'missing_parameters') throw error;
+    const raw = (body as Record<string, unknown>)['profile'] as Record<string, unknown>;
+    // A present but malformed id or email is reported as invalid, not as missing.
+    const rawId = raw['id'];
+    if (rawId !== undefined && rawId !== null && typeof rawId !== 'string' && typeof rawId !== 'number') throw error;
+    if (raw['email'] !== undefined && raw['email'] !== null && typeof raw['email'] !== 'string') throw error;
+    const probe = {
+      id: typeof raw['id'] === 'string' || typeof raw['id'] === 'number' ? String(raw['id']) : undefined,
+      email: typeof raw['email'] === 'string' ? raw['email'] : undefined,
+    };
+    if (probe.id !== undefined && !isStorableText(probe.id)) throw error;
+    if (probe.email !== undefined && !isStorableText(probe.email)) throw error;
+    await checkProfileMissing(probe);
+    throw error;
+  }
+}
+
+/**
  * Validates and saves one v1 record: the record's own fields are durable when
  * this returns; stubs, links and audit entries follow through the outbox.
  * @throws {ValidationError} per CONTRACT 4. @throws {LanguageNotFoundError}
@@ -82,7 +114,9 @@ async function resolveProfileId(db: Database, langKey: number, input: Record<str
 export async function saveRecord(context: WriteContext, languageId: string, kind: RecordKind, body: unknown) {
   const definition = KINDS[kind];
   const language = await requireLanguage(context.db, context.accountId, languageId);
-  const input = parseEnvelope(kind, body, definition.schema) as Record<string, unknown>;
+  const input = await parseRecord(kind, body, definition, async (raw) => {
+    await resolveProfileId(context.db, language.lang_key, raw);
+  });
   const id = kind === 'profile' ? await resolveProfileId(context.db, language.lang_key, input) : (input['id'] as string);
   const { fields, lists, times } = splitInput(definition, input);
   const payload = { ...input, id };
@@ -152,3 +186,33 @@ export async function lookupProfile(db: Database, accountId: number, languageId:
   return presentRecord(KINDS.profile, found);
 }
 
+
+/**
+ * v2 product-category assignment (PUT) or its removal (DELETE). The link is
+ * applied by the worker in write order, like every relation change.
+ * @throws {LanguageNotFoundError} @throws {RecordNotFoundError} when the product or the category does not exist.
+ */
+export async function changeAssignment(
+  context: WriteContext,
+  languageId: string,
+  productId: string,
+  categoryId: string,
+  action: 'assign' | 'unassign',
+): Promise<void> {
+  const language = await requireLanguage(context.db, context.accountId, languageId);
+  if (!isStorableText(productId)) throw new RecordNotFoundError('Product');
+  if (!isStorableText(categoryId)) throw new RecordNotFoundError('Category');
+  await context.db.transaction(async (tx) => {
+    await beginLanguageWrite(tx, language.lang_key);
+    if (!(await shareLockLiveRecord(tx, language.lang_key, 'product', productId))) throw new RecordNotFoundError('Product');
+    if (!(await shareLockLiveRecord(tx, language.lang_key, 'category', categoryId))) throw new RecordNotFoundError('Category');
+    await insertOutboxEntry(tx, language.lang_key, 'product', action, productId, {
+      accountId: context.accountId,
+      languageId,
+      actor: context.clientId,
+      requestId: context.requestId,
+      payload: { category_id: categoryId },
+    });
+  });
+  context.notifier.notify(language.lang_key);
+}

@@ -43,7 +43,9 @@ export function toValidationError(error: z.ZodError, input: unknown, prefix: Rea
     }
     const value = valueAt(input, issue.path);
     const name = formatPath([...prefix, ...issue.path]);
-    if (value === undefined || (value === null && issue.code === 'invalid_type')) missing.add(name);
+    // A required field sent as null is missing; a null inside a list is just invalid.
+    const isField = typeof issue.path[issue.path.length - 1] === 'string';
+    if (value === undefined || (value === null && isField)) missing.add(name);
     else if (issue.code === 'custom' && issue.params?.['missing'] === true) missing.add(name);
     else invalid.add(name);
   }

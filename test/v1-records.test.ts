@@ -141,6 +141,7 @@ const CASES: KindCase[] = [
       ['profile_id true', { profile_id: true }, 'invalid_parameters', ['profile_id']],
       ['product_id an object', { product_id: { id: 7 } }, 'invalid_parameters', ['product_id']],
       ['visible "yes"', { visible: 'yes' }, 'invalid_parameters', ['visible']],
+      ['a missing product_id', { product_id: undefined }, 'missing_parameters', ['product_id']],
     ],
   },
   {
@@ -200,6 +201,7 @@ const CASES: KindCase[] = [
       ['a product with an id of 256 characters', { products: [{ id: 'x'.repeat(256), quantity: 1 }] }, 'invalid_parameters', ['products[0].id']],
       ['a product with an unknown field', { products: [{ id: 9, quantity: 1, colour: 'red' }] }, 'unknown_parameters', ['products[0].colour']],
       ['products not an array', { products: 'p1' }, 'invalid_parameters', ['products']],
+      ['a missing products', { products: undefined }, 'missing_parameters', ['products']],
     ],
   },
   {
@@ -217,30 +219,13 @@ const CASES: KindCase[] = [
       ['price "x"', { price: 'x' }, 'invalid_parameters', ['price']],
       ['a float in product_ids', { product_ids: [1.5] }, 'invalid_parameters', ['product_ids[0]']],
       ['profile_id false', { profile_id: false }, 'invalid_parameters', ['profile_id']],
+      ['a missing profile_id', { profile_id: undefined }, 'missing_parameters', ['profile_id']],
     ],
   },
 ];
 
-/**
- * Validation rows that fail because of service bugs; they keep asserting
- * CONTRACT 4 and run as `it.fails` so the suite stays green until fixed.
- *  - A required id or reference (`id`, `product_id`, `profile_id`) sent as
- *    null answers invalid_parameters, while a required string sent as null
- *    (`name: null`, `email: null`) answers missing_parameters
- *    (shared/validation.ts: toValidationError counts null as missing only for
- *    zod 'invalid_type' issues; the id schema is a union and yields 'invalid_union').
- *  - A new profile without email but with an unknown field answers
- *    unknown_parameters instead of missing_parameters ["email"]: rule 9 is
- *    checked after the schema (shared/record.service.ts resolveProfileId runs
- *    after parseEnvelope), so CONTRACT 4's "missing first" order is broken.
- */
-const KNOWN_BUGS = new Set([
-  ...CASES.map((c) => `${c.kind}: id null`),
-  'variant: product_id null',
-  'review: profile_id null',
-  'order: profile_id null',
-  'profile: a missing email and an unknown field',
-]);
+/** Validation rows that fail because of a known service bug run as `it.fails`; none are known. */
+const KNOWN_BUGS = new Set<string>([]);
 
 let env: TestEnvironment;
 let account: string;

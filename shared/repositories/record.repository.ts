@@ -2,6 +2,9 @@ import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from
 import { z } from 'zod';
 import type { RecordKind } from '../schemas/record-kinds.js';
 
+/** What an outbox entry asks the applier to do. `assign`/`unassign` are v2 product-category assignments. */
+export type OutboxAction = 'upsert' | 'delete' | 'assign' | 'unassign';
+
 /** Advisory lock classes (two-key form). */
 export const LOCK_LANGUAGE = 1;
 export const LOCK_APPLIER = 2;
@@ -155,7 +158,7 @@ export async function insertOutboxEntry(
   tx: DatabaseTransactionConnection,
   langKey: number,
   kind: string,
-  action: 'upsert' | 'delete',
+  action: OutboxAction,
   recordId: string,
   outbox: OutboxFields,
 ): Promise<number> {
@@ -165,4 +168,17 @@ export async function insertOutboxEntry(
             ${sql.jsonb(outbox.payload as never)}, ${outbox.actor}, ${outbox.requestId})
     RETURNING seq
   `);
+}
+
+/**
+ * Holds a live record against a concurrent delete until commit (FOR SHARE
+ * conflicts with the delete's row update). Returns false when it is not live.
+ */
+export async function shareLockLiveRecord(tx: DatabaseTransactionConnection, langKey: number, kind: RecordKind, id: string): Promise<boolean> {
+  const row = await tx.maybeOne(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM records
+    WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ${id} AND live
+    FOR SHARE
+  `);
+  return row !== null;
 }

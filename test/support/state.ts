@@ -63,18 +63,21 @@ export async function liveRecord(
 export async function liveIds(env: TestEnvironment, languageId: string, kind: RecordKindName, account?: string): Promise<string[]> {
   const langKey = await langKeyOf(env, languageId, account);
   const rows = await env.db.anyFirst(sql.unsafe`
-    SELECT id FROM records WHERE lang_key = ${langKey} AND kind = ${kind} AND live ORDER BY id
+    SELECT id FROM records WHERE lang_key = ${langKey} AND kind = ${kind} AND live
   `);
-  return rows as string[];
+  // Sorted here, not in SQL, so the order does not depend on the database collation.
+  return (rows as string[]).map(String).sort();
 }
 
 /** The links of a relation as `[a, b]` pairs, sorted (product_category: [product, category]; relevant: [product, related]). */
 export async function linksOf(env: TestEnvironment, languageId: string, rel: LinkRel, account?: string): Promise<Array<[string, string]>> {
   const langKey = await langKeyOf(env, languageId, account);
   const rows = await env.db.any(sql.unsafe`
-    SELECT a, b FROM links WHERE lang_key = ${langKey} AND rel = ${rel} ORDER BY a, b
+    SELECT a, b FROM links WHERE lang_key = ${langKey} AND rel = ${rel}
   `);
-  return rows.map((row) => [String(row['a']), String(row['b'])]);
+  return rows
+    .map((row): [string, string] => [String(row['a']), String(row['b'])])
+    .sort((x, y) => (x[0] === y[0] ? compare(x[1], y[1]) : compare(x[0], y[0])));
 }
 
 /** The audit entries of a language, oldest first, optionally of one kind and record. */
@@ -103,6 +106,8 @@ export async function recordCount(env: TestEnvironment, langKey: number): Promis
 export async function linkCount(env: TestEnvironment, langKey: number): Promise<number> {
   return Number(await env.db.oneFirst(sql.unsafe`SELECT count(*) FROM links WHERE lang_key = ${langKey}`));
 }
+
+const compare = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
 
 /** A data field of a stored record as the API shows it: absent is null. */
 export const field = (row: StoredRow | null, name: string): unknown => (row ? (row.data[name] ?? null) : undefined);

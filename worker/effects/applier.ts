@@ -10,6 +10,7 @@ import {
   replaceLinks,
   reviveAsStub,
   serialChildren,
+  setLink,
   setSerialState,
   type AuditEntry,
   type OutboxEntry,
@@ -63,7 +64,8 @@ export class EntryApplier {
       return;
     }
     if (action === 'upsert') await this.applyUpsert(kind as RecordKind, id, payload);
-    else await this.applyDelete(kind as RecordKind, id);
+    else if (action === 'delete') await this.applyDelete(kind as RecordKind, id);
+    else await this.applyAssignment(id, payload['category_id'] as string, action === 'assign');
   }
 
   private async applyUpsert(kind: RecordKind, id: string, payload: Record<string, unknown>) {
@@ -143,6 +145,18 @@ export class EntryApplier {
       default:
         break;
     }
+  }
+
+  /**
+   * v2 assignment: the API checked that both records existed in its view; the
+   * link changes only if both still exist at this point of the serial order.
+   */
+  private async applyAssignment(productId: string, categoryId: string, present: boolean) {
+    const product = await lockRow(this.tx, this.key('product', productId));
+    const category = await lockRow(this.tx, this.key('category', categoryId));
+    if (present && !(product?.w_live && category?.w_live)) return;
+    const changed = await setLink(this.tx, this.entry.lang_key, 'product_category', productId, categoryId, present, this.entry.seq);
+    if (changed) this.audit('product', productId, present ? 'link' : 'unlink', this.entry.actor, { category_ids: categoryId });
   }
 
   /** Creates `kind`/`id` as a stub unless it exists at this point of the serial order. */

@@ -11,7 +11,7 @@ export const outboxEntry = z.object({
   account: z.string(),
   language_id: z.string(),
   kind: z.string(),
-  action: z.enum(['upsert', 'delete']),
+  action: z.enum(['upsert', 'delete', 'assign', 'unassign']),
   record_id: z.string(),
   payload: z.record(z.unknown()),
   actor: z.string(),
@@ -273,4 +273,15 @@ export async function insertAuditEntries(tx: Tx, entries: AuditEntry[]): Promise
       ${sql.array(entries.map((entry) => JSON.stringify(entry.changes)), 'jsonb')}
     )
   `);
+}
+
+/** Adds or removes one link; true when that changed anything. */
+export async function setLink(tx: Tx, langKey: number, rel: string, a: string, b: string, present: boolean, seq: number): Promise<boolean> {
+  const result = present
+    ? await tx.query(sql.unsafe`
+        INSERT INTO links (lang_key, rel, a, b, seq) VALUES (${langKey}, ${rel}, ${a}, ${b}, ${seq})
+        ON CONFLICT DO NOTHING
+      `)
+    : await tx.query(sql.unsafe`DELETE FROM links WHERE lang_key = ${langKey} AND rel = ${rel} AND a = ${a} AND b = ${b}`);
+  return result.rowCount > 0;
 }
