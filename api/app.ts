@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
+import type pg from 'pg';
 import type Router from '@koa/router';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -18,6 +19,7 @@ import { v1Router } from './routes/v1.router.js';
 export interface AppDependencies {
   config: Config;
   db: Database;
+  copyPool: pg.Pool;
   redis: Redis;
   logger: Logger;
   verifier: TokenVerifier;
@@ -51,7 +53,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
   const routers: Router<AppState>[] = [
     healthRouter(deps.db, deps.redis),
     oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS),
-    v1Router({ db: deps.db, verifier: deps.verifier, notifier: deps.notifier }),
+    v1Router({ db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier }),
     adminRouter({ config: deps.config, db: deps.db, queues: deps.queues }),
   ];
   for (const router of routers) {

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import pg from 'pg';
 import { TokenVerifier } from '../shared/auth.service.js';
 import type { Config } from '../shared/config.js';
 import { createDatabase } from '../shared/db.js';
@@ -22,8 +23,11 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   const verifier = new TokenVerifier(db, config.DATABASE_URL, logger);
   await verifier.start();
   const queues = createQueues(redis, config.QUEUE_PREFIX, (error) => logger.debug({ err: error.message }, 'queue error'));
-  const notifier = new OutboxNotifier(queues.effects, logger);
-  const app = createApp({ config, db, redis, logger, verifier, notifier, queues: Object.values(queues) });
+  const notifier = new OutboxNotifier(queues.effects, logger, queues.bulk);
+  // Bulk uploads stream into Postgres with COPY, which needs plain pg connections.
+  const copyPool = new pg.Pool({ connectionString: config.DATABASE_URL, max: 4 });
+  copyPool.on('error', (error) => logger.warn({ err: error.message }, 'copy pool error'));
+  const app = createApp({ config, db, copyPool, redis, logger, verifier, notifier, queues: Object.values(queues) });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -47,6 +51,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
         await verifier.close();
         await Promise.all(Object.values(queues).map((queue) => queue.close()));
         await db.end();
+        await copyPool.end();
         redis.disconnect();
       })();
       return closing;

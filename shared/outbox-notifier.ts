@@ -13,7 +13,15 @@ export class OutboxNotifier {
   constructor(
     private readonly queue: Queue | undefined,
     private readonly logger: Logger,
+    private readonly bulkQueue?: Queue,
   ) {}
+
+  /** Starts a stored bulk file; the worker's sweeper starts it too if this is lost. */
+  notifyBulk(bulkJobId: string): void {
+    this.bulkQueue
+      ?.add('process-bulk', { bulkJobId }, { jobId: `bulk-${bulkJobId}-start` })
+      .catch((error: Error) => this.logger.warn({ err: error.message, bulk_job: bulkJobId }, 'enqueue failed; the sweeper will start the bulk job'));
+  }
 
   notify(langKey: number): void {
     if (!this.queue) return;

@@ -4,6 +4,8 @@ import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 export const QUEUES = {
   effects: { name: 'effects', jobs: ['apply-outbox'] },
   maintenance: { name: 'maintenance', jobs: ['purge-language', 'purge-expired-tokens'] },
+  // One bulk file at a time per worker process, a slice at a time, so one shop's catalogue cannot starve another's.
+  bulk: { name: 'bulk', jobs: ['process-bulk'], concurrency: 1 },
 } as const;
 
 export type QueueKey = keyof typeof QUEUES;
@@ -13,6 +15,7 @@ export interface JobData {
   'apply-outbox': { langKey: number };
   'purge-language': { langKey: number };
   'purge-expired-tokens': Record<string, never>;
+  'process-bulk': { bulkJobId: string };
 }
 
 /** Failed work retries with backoff; finished jobs are trimmed by age and count. */
@@ -27,6 +30,7 @@ export function createQueues(connection: ConnectionOptions, prefix: string, onEr
   const queues = {
     effects: new Queue(QUEUES.effects.name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }),
     maintenance: new Queue(QUEUES.maintenance.name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }),
+    bulk: new Queue(QUEUES.bulk.name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }),
   };
   // Without a listener an 'error' event would be printed to stderr on every reconnect attempt.
   for (const queue of Object.values(queues)) queue.on('error', onError);

@@ -1,3 +1,4 @@
+import type { CommonQueryMethods, DatabaseTransactionConnection } from 'slonik';
 import type { Database } from './db.js';
 import { LanguageNotFoundError, RecordNotFoundError, ValidationError } from './errors.js';
 import type { OutboxNotifier } from './outbox-notifier.js';
@@ -9,8 +10,9 @@ import {
   insertOutboxEntry,
   shareLockLiveRecord,
   upsertRecord,
+  type OutboxFields,
   type StoredRecord,
-  type UpsertOutcome,
+  type WrittenRecord,
 } from './repositories/record.repository.js';
 import { requireLanguage } from './language.service.js';
 import { parseEnvelope } from './schemas/envelope.js';
@@ -26,8 +28,6 @@ export interface WriteContext {
 }
 
 const MAX_ATTEMPTS = 5;
-
-class OvertakenError extends Error {}
 
 /** The record as responses show it: id, every data field (null when unset), the kind's timestamps. */
 export function presentRecord(definition: KindDefinition, record: StoredRecord): Record<string, unknown> {
@@ -62,7 +62,7 @@ function splitInput(definition: KindDefinition, input: Record<string, unknown>) 
  * (case-insensitive), keeping the matched profile's id; a new profile needs both.
  * @throws {ValidationError} missing id or email for a profile that does not exist.
  */
-async function resolveProfileId(db: Database, langKey: number, input: Record<string, unknown>): Promise<string> {
+async function resolveProfileId(db: CommonQueryMethods, langKey: number, input: Record<string, unknown>): Promise<string> {
   const id = input['id'] as string | undefined;
   const email = input['email'] as string | undefined;
   if (id === undefined && email === undefined) throw new ValidationError('missing_parameters', ['id', 'email']);
@@ -106,46 +106,82 @@ async function parseRecord(
   }
 }
 
+/** A validated write, ready to be stored: what single writes and bulk lines share. */
+export interface PreparedWrite {
+  kind: RecordKind;
+  id: string;
+  fields: Record<string, unknown>;
+  lists: Record<string, string[]>;
+  times: { created_at?: string | null; updated_at?: string | null };
+  payload: Record<string, unknown>;
+}
+
+/**
+ * Validates a v1 write body (CONTRACT 4) and resolves the record it targets
+ * (profile rule 9 reads the database).
+ * @throws {ValidationError}
+ */
+export async function prepareWrite(db: CommonQueryMethods, langKey: number, kind: RecordKind, body: unknown): Promise<PreparedWrite> {
+  const definition = KINDS[kind];
+  const input = await parseRecord(kind, body, definition, async (raw) => {
+    await resolveProfileId(db, langKey, raw);
+  });
+  const id = kind === 'profile' ? await resolveProfileId(db, langKey, input) : (input['id'] as string);
+  const { fields, lists, times } = splitInput(definition, input);
+  return { kind, id, fields, lists, times, payload: { ...input, id } };
+}
+
+/**
+ * Stores a prepared write inside the caller's transaction (which has run
+ * beginLanguageWrite). A write overtaken by a higher-numbered concurrent write
+ * of the same record is retried with a new number; the row lock is then ours.
+ * @returns null when the language was deleted meanwhile.
+ */
+export async function storePrepared(
+  tx: DatabaseTransactionConnection,
+  langKey: number,
+  prepared: PreparedWrite,
+  outbox: OutboxFields,
+): Promise<WrittenRecord | null> {
+  for (let attempt = 1; ; attempt += 1) {
+    const result = await upsertRecord(tx, langKey, prepared.kind, prepared.id, prepared.fields, prepared.times, {
+      ...outbox,
+      payload: prepared.payload,
+    });
+    if (result.status === 'written') return result.record;
+    if (result.status === 'language-gone') return null;
+    if (attempt === MAX_ATTEMPTS) throw new Error(`write of ${prepared.kind} ${prepared.id} overtaken ${attempt} times`);
+  }
+}
+
+/** The v1 response record: stored fields plus the list fields this write sent. */
+export function presentWrite(prepared: PreparedWrite, record: StoredRecord): Record<string, unknown> {
+  const response = presentRecord(KINDS[prepared.kind], record);
+  for (const [field, ids] of Object.entries(prepared.lists)) response[field] = ids;
+  return response;
+}
+
 /**
  * Validates and saves one v1 record: the record's own fields are durable when
  * this returns; stubs, links and audit entries follow through the outbox.
  * @throws {ValidationError} per CONTRACT 4. @throws {LanguageNotFoundError}
  */
 export async function saveRecord(context: WriteContext, languageId: string, kind: RecordKind, body: unknown) {
-  const definition = KINDS[kind];
   const language = await requireLanguage(context.db, context.accountId, languageId);
-  const input = await parseRecord(kind, body, definition, async (raw) => {
-    await resolveProfileId(context.db, language.lang_key, raw);
+  const prepared = await prepareWrite(context.db, language.lang_key, kind, body);
+  const record = await context.db.transaction(async (tx) => {
+    await beginLanguageWrite(tx, language.lang_key);
+    return storePrepared(tx, language.lang_key, prepared, {
+      accountId: context.accountId,
+      languageId,
+      actor: context.clientId,
+      requestId: context.requestId,
+      payload: prepared.payload,
+    });
   });
-  const id = kind === 'profile' ? await resolveProfileId(context.db, language.lang_key, input) : (input['id'] as string);
-  const { fields, lists, times } = splitInput(definition, input);
-  const payload = { ...input, id };
-
-  let outcome: UpsertOutcome | undefined;
-  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
-    try {
-      outcome = await context.db.transaction(async (tx) => {
-        await beginLanguageWrite(tx, language.lang_key);
-        const result = await upsertRecord(tx, language.lang_key, kind, id, fields, times, {
-          accountId: context.accountId,
-          languageId,
-          actor: context.clientId,
-          requestId: context.requestId,
-          payload,
-        });
-        if (result.status === 'overtaken') throw new OvertakenError();
-        return result;
-      });
-      break;
-    } catch (error) {
-      if (!(error instanceof OvertakenError) || attempt === MAX_ATTEMPTS) throw error;
-    }
-  }
-  if (!outcome || outcome.status !== 'written') throw new LanguageNotFoundError(languageId);
+  if (!record) throw new LanguageNotFoundError(languageId);
   context.notifier.notify(language.lang_key);
-  const response = presentRecord(definition, outcome.record);
-  for (const [field, ids] of Object.entries(lists)) response[field] = ids;
-  return response;
+  return presentWrite(prepared, record);
 }
 
 /**

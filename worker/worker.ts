@@ -3,9 +3,11 @@ import type { Config } from '../shared/config.js';
 import { createDatabase } from '../shared/db.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { createQueues, QUEUES, type JobName, type QueueKey } from '../shared/queue.js';
+import { OutboxNotifier } from '../shared/outbox-notifier.js';
 import { createRedis } from '../shared/redis.js';
 import { listLanguagesPendingPurge } from '../shared/repositories/language.repository.js';
 import { languagesWithPendingChanges } from './effects/effects.repository.js';
+import { unfinishedBulkJobs } from '../shared/repositories/bulk.repository.js';
 import { assertRegistryComplete, processors } from './processors/index.js';
 import type { Processor, ProcessorContext } from './processors/processor.js';
 
@@ -15,6 +17,11 @@ export interface RunningWorker {
 }
 
 const SWEEP_INTERVAL_MS = 250;
+
+const queueConcurrency = (key: QueueKey): number => {
+  const definition = QUEUES[key];
+  return 'concurrency' in definition ? definition.concurrency : Number.POSITIVE_INFINITY;
+};
 
 /**
  * Runs one worker process: a BullMQ Worker per queue dispatching by job name
@@ -27,7 +34,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
   const connection = createRedis(config.REDIS_URL, 'worker');
   connection.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   const queues = createQueues(connection, config.QUEUE_PREFIX, (error) => logger.debug({ err: error.message }, 'queue error'));
-  const context: ProcessorContext = { db, logger };
+  const context: ProcessorContext = { db, logger, notifier: new OutboxNotifier(queues.effects, logger) };
 
   const dispatch = async (job: Job) => {
     const processor = processors[job.name as JobName] as Processor<JobName> | undefined;
@@ -39,7 +46,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     const worker = new Worker(QUEUES[key].name, dispatch, {
       connection: createRedis(config.REDIS_URL, 'worker'),
       prefix: config.QUEUE_PREFIX,
-      concurrency: config.WORKER_CONCURRENCY,
+      concurrency: Math.min(config.WORKER_CONCURRENCY, queueConcurrency(key)),
     });
     worker.on('failed', (job, error) => logger.warn({ job: job?.name, job_id: job?.id, err: error.message }, 'job failed'));
     worker.on('error', (error) => logger.warn({ err: error.message }, 'worker error'));
@@ -54,6 +61,10 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
       const window = Math.floor(Date.now() / 1_000);
       for (const langKey of await languagesWithPendingChanges(db)) {
         await queues.effects.add('apply-outbox', { langKey }, { jobId: `apply-${langKey}-sweep-${window}` });
+      }
+      const slice = Math.floor(Date.now() / 250);
+      for (const bulkJobId of await unfinishedBulkJobs(db, 100)) {
+        await queues.bulk.add('process-bulk', { bulkJobId }, { jobId: `bulk-${bulkJobId}-${slice}` });
       }
       for (const langKey of await listLanguagesPendingPurge(db, 100)) {
         await queues.maintenance.add('purge-language', { langKey }, { jobId: `purge-language-${langKey}` });

@@ -1,7 +1,11 @@
+import { Readable } from 'node:stream';
 import Router from '@koa/router';
+import type pg from 'pg';
 import { z } from 'zod';
 import type { TokenVerifier } from '../../shared/auth.service.js';
+import { bulkErrorLines, presentBulkJob, receiveBulk, requireBulkJob } from '../../shared/bulk.service.js';
 import type { Database } from '../../shared/db.js';
+import { HttpStatusError } from '../../shared/errors.js';
 import { deleteLanguage, saveLanguage } from '../../shared/language.service.js';
 import type { OutboxNotifier } from '../../shared/outbox-notifier.js';
 import { lookupProfile, removeRecord, saveRecord } from '../../shared/record.service.js';
@@ -15,9 +19,12 @@ import { bodyMiddleware } from '../middleware/body.middleware.js';
 
 export interface V1Dependencies {
   db: Database;
+  copyPool: pg.Pool;
   verifier: TokenVerifier;
   notifier: OutboxNotifier;
 }
+
+const BULK_TYPES = ['application/x-ndjson', 'application/jsonl', 'application/ndjson'];
 
 const profileQuerySchema = z
   .object({
@@ -26,7 +33,7 @@ const profileQuerySchema = z
   })
   .strict();
 
-export function v1Router({ db, verifier, notifier }: V1Dependencies) {
+export function v1Router({ db, copyPool, verifier, notifier }: V1Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v1' });
   router.use(bearerMiddleware(verifier));
   const body = bodyMiddleware();
@@ -50,6 +57,32 @@ export function v1Router({ db, verifier, notifier }: V1Dependencies) {
     const query = parseOrThrow(profileQuerySchema, { ...ctx.query });
     const profile = await lookupProfile(db, principalOf(ctx).accountId, ctx.params['language_id']!, query);
     ctx.body = { profile };
+  });
+
+  router.post('/languages/:language_id/bulk', async (ctx: AppContext) => {
+    if (!ctx.is(BULK_TYPES)) throw new HttpStatusError(415, 'Unsupported content type: send application/x-ndjson');
+    const principal = principalOf(ctx);
+    const languageId = ctx.params['language_id']!;
+    const job = await receiveBulk(
+      { db, copyPool, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId },
+      languageId,
+      ctx.req,
+    );
+    notifier.notifyBulk(job.id);
+    ctx.status = 202;
+    ctx.set('Location', `/api/v1/languages/${encodeURIComponent(languageId)}/bulk/${job.id}`);
+    ctx.body = { bulk_job: await presentBulkJob(db, job) };
+  });
+
+  router.get('/languages/:language_id/bulk/:job_id', async (ctx: AppContext) => {
+    const job = await requireBulkJob(db, principalOf(ctx).accountId, ctx.params['language_id']!, ctx.params['job_id']!);
+    ctx.body = { bulk_job: await presentBulkJob(db, job) };
+  });
+
+  router.get('/languages/:language_id/bulk/:job_id/errors', async (ctx: AppContext) => {
+    const job = await requireBulkJob(db, principalOf(ctx).accountId, ctx.params['language_id']!, ctx.params['job_id']!);
+    ctx.type = 'application/x-ndjson';
+    ctx.body = Readable.from(bulkErrorLines(db, job.id));
   });
 
   for (const kind of RECORD_KINDS) {

@@ -1,5 +1,6 @@
 import { QUEUES, type JobName } from '../../shared/queue.js';
 import { applyOutboxProcessor } from './apply-outbox.processor.js';
+import { processBulkProcessor } from './process-bulk.processor.js';
 import type { ProcessorRegistry } from './processor.js';
 import { purgeExpiredTokensProcessor } from './purge-expired-tokens.processor.js';
 import { purgeLanguageProcessor } from './purge-language.processor.js';
@@ -8,6 +9,7 @@ export const processors: ProcessorRegistry = {
   'apply-outbox': applyOutboxProcessor,
   'purge-language': purgeLanguageProcessor,
   'purge-expired-tokens': purgeExpiredTokensProcessor,
+  'process-bulk': processBulkProcessor,
 };
 
 /**

@@ -1,0 +1,290 @@
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { httpRequest, startEnvironment, type TestEnvironment } from './support/harness.js';
+import { freePort, spawnWorker, stopProcess } from './support/processes.js';
+
+let env: TestEnvironment;
+let token: string;
+let accountId: number;
+
+const NDJSON = { 'content-type': 'application/x-ndjson' };
+
+async function createLanguage(id: string) {
+  const response = await env.request('POST', '/api/v1/languages', { token, body: { language: { id, name: id, code: 'xx' } } });
+  expect(response.status).toBe(200);
+}
+
+async function upload(languageId: string, lines: string[] | string) {
+  const raw = Array.isArray(lines) ? lines.join('\n') : lines;
+  return env.request('POST', `/api/v1/languages/${languageId}/bulk`, { token, raw, headers: NDJSON });
+}
+
+async function waitForJob(location: string, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await env.request('GET', location, { token });
+    expect(response.status).toBe(200);
+    if (['completed', 'failed'].includes(response.body.bulk_job.status)) return response.body.bulk_job;
+    if (Date.now() > deadline) throw new Error(`bulk job did not finish: ${response.text}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const stateRow = z.object({ kind: z.string(), id: z.string(), data: z.record(z.unknown()) });
+
+/** Records, links and audit facts of a language, for comparing two languages fed the same lines. */
+async function stateOf(languageId: string) {
+  const langKey = await env.db.oneFirst(sql.type(z.object({ lang_key: z.number() }))`
+    SELECT lang_key FROM languages WHERE id = ${languageId} AND account_id = ${accountId} AND deleted_at IS NULL
+  `);
+  const records = await env.db.any(sql.type(stateRow)`
+    SELECT kind, id, data FROM records WHERE lang_key = ${langKey} AND live ORDER BY kind, id
+  `);
+  const links = await env.db.anyFirst(sql.type(z.object({ link: z.string() }))`
+    SELECT rel || ':' || a || '>' || b AS link FROM links WHERE lang_key = ${langKey} ORDER BY 1
+  `);
+  const audit = await env.db.anyFirst(sql.type(z.object({ fact: z.string() }))`
+    SELECT kind || '/' || record_id || '/' || action AS fact FROM audit_log
+    WHERE lang_key = ${langKey} AND kind <> 'language' ORDER BY seq
+  `);
+  return { records, links, audit };
+}
+
+beforeAll(async () => {
+  env = await startEnvironment();
+  const client = await env.newClient();
+  const tokenResponse = await env.request('POST', '/oauth/token', {
+    body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
+  });
+  token = tokenResponse.body.access_token;
+  accountId = await env.db.oneFirst(sql.type(z.object({ id: z.number() }))`SELECT id FROM accounts WHERE name = ${client.account}`);
+});
+afterAll(() => env.close());
+
+const MIXED = [
+  '{"product":{"id":"P1","name":"Shoe","price":10,"category_ids":["C1","C2"]}}',
+  '{"product":{"id":"P2","name":"Boot","relevant_product_ids":["P1"],"variant_ids":["V9"]}}',
+  '{"product":{"id":"P3"}}',
+  'this is not json',
+  '{"category":{"id":"C1","name":"Men","product_ids":["P2"],"parent_category_id":"C0"}}',
+  '',
+  '{"variant":{"id":"V1","product_id":"P1","title":"Red","price_incl":"cheap"}}',
+  '{"variant":{"id":"V1","product_id":"P1","title":"Red"}}',
+  '{"brand":{"id":"B1","name":"Acme","product_ids":["P1","P4"]}}',
+  '{"delete":{"kind":"product","id":"P2"}}',
+  '{"delete":{"kind":"review","id":"nope"}}',
+  '{"profile":{"id":"u1","email":"u1@example.test"}}',
+  '{"order":{"id":"O1","profile_id":"u1","products":[{"id":"P1","quantity":2}]}}',
+  '{"shopping_cart":{"id":"S1","profile_id":"u2","product_ids":["P1"]},"extra":1}',
+  '{"wat":{}}',
+  '[1,2]',
+];
+
+describe('when a file mixes valid and invalid lines', () => {
+  it('should report exactly the invalid lines and end in the state of the same lines sent one by one', async () => {
+    await createLanguage('bulk-mixed');
+    const response = await upload('bulk-mixed', MIXED);
+    expect(response.status).toBe(202);
+    expect(response.headers.get('location')).toBe(`/api/v1/languages/bulk-mixed/bulk/${response.body.bulk_job.id}`);
+    expect(response.body.bulk_job).toMatchObject({ status: 'queued', lines: MIXED.filter((line) => line !== '').length });
+
+    const job = await waitForJob(response.headers.get('location')!);
+    expect(job).toMatchObject({ status: 'completed', lines: 15, saved: 8, failed: 7 });
+    expect(job.errors).toEqual([
+      { line: 3, error: { error: { message: expect.any(String), missing_parameters: ['name'] } } },
+      { line: 4, error: { error: { message: 'Malformed JSON on this line' } } },
+      { line: 7, error: { error: { message: expect.any(String), invalid_parameters: ['price_incl'] } } },
+      { line: 11, error: { error: 'Review not found' } },
+      { line: 14, error: { error: { message: expect.any(String), unknown_parameters: ['extra'] } } },
+      { line: 15, error: { error: { message: expect.any(String), unknown_parameters: ['wat'] } } },
+      { line: 16, error: { error: { message: 'Each line must be a JSON object' } } },
+    ]);
+    await createLanguage('one-by-one');
+    for (const line of MIXED) {
+      if (line === '') continue;
+      let parsed: Record<string, any>;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      if (Array.isArray(parsed)) continue;
+      if (parsed['delete']) {
+        const segment = { product: 'products', review: 'reviews' }[parsed['delete'].kind as 'product' | 'review'];
+        await env.request('DELETE', `/api/v1/languages/one-by-one/${segment}/${parsed['delete'].id}`, { token });
+        continue;
+      }
+      const kind = Object.keys(parsed).find((key) => key !== 'extra')!;
+      const segments: Record<string, string> = {
+        product: 'products', category: 'categories', variant: 'variants', brand: 'brands', profile: 'profiles', order: 'orders', shopping_cart: 'shopping_carts',
+      };
+      if (!segments[kind]) continue;
+      await env.request('POST', `/api/v1/languages/one-by-one/${segments[kind]}`, { token, body: parsed });
+    }
+    await env.drain();
+    expect(await stateOf('bulk-mixed')).toEqual(await stateOf('one-by-one'));
+  });
+
+  it('should list every error as NDJSON', async () => {
+    await createLanguage('bulk-errors');
+    const lines = Array.from({ length: 1_205 }, (_, index) => (index % 2 === 0 ? `{"product":{"id":"E${index}"}}` : `{"product":{"id":"E${index}","name":"ok"}}`));
+    const response = await upload('bulk-errors', lines);
+    const job = await waitForJob(response.headers.get('location')!);
+    expect(job).toMatchObject({ status: 'completed', lines: 1_205, saved: 602, failed: 603 });
+    expect(job.errors).toHaveLength(603);
+    const all = await env.request('GET', `${response.headers.get('location')}/errors`, { token });
+    expect(all.status).toBe(200);
+    expect(all.headers.get('content-type')).toContain('application/x-ndjson');
+    const parsed = all.text.trim().split('\n').map((line) => JSON.parse(line));
+    expect(parsed).toHaveLength(603);
+    expect(parsed[0]).toEqual({ line: 1, error: { error: { message: expect.any(String), missing_parameters: ['name'] } } });
+  });
+});
+
+describe('when the file is empty', () => {
+  it('should complete with no lines', async () => {
+    await createLanguage('bulk-empty');
+    const response = await upload('bulk-empty', '');
+    expect(response.status).toBe(202);
+    const job = await waitForJob(response.headers.get('location')!);
+    expect(job).toMatchObject({ status: 'completed', lines: 0, saved: 0, failed: 0, errors: [] });
+  });
+});
+
+describe('when the upload is refused', () => {
+  it.each([
+    ['another content type', { 'content-type': 'application/json' }, 415],
+    ['no content type', {}, 415],
+  ])('should answer %s with %s', async (_name, headers, status) => {
+    await createLanguage('bulk-refused');
+    const response = await env.request('POST', '/api/v1/languages/bulk-refused/bulk', { token, raw: '{}', headers });
+    expect(response.status).toBe(status);
+  });
+
+  it('should answer 404 for an unknown language and for an unknown job', async () => {
+    const unknownLanguage = await upload('nope', ['{"product":{"id":"x","name":"x"}}']);
+    expect(unknownLanguage.status).toBe(404);
+    expect(unknownLanguage.body).toEqual({ error: { message: "Language 'nope' not found" } });
+    await createLanguage('bulk-404');
+    const unknownJob = await env.request('GET', '/api/v1/languages/bulk-404/bulk/00000000-0000-0000-0000-000000000000', { token });
+    expect(unknownJob.status).toBe(404);
+    expect(unknownJob.body).toEqual({ error: 'Bulk job not found' });
+  });
+});
+
+describe('when a worker is killed in the middle of a file', () => {
+  it('should resume where it stopped, applying no line twice and losing none', async () => {
+    const lonely = await startEnvironment({ worker: false });
+    try {
+      const client = await lonely.newClient();
+      const tokenResponse = await lonely.request('POST', '/oauth/token', {
+        body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
+      });
+      const own = tokenResponse.body.access_token as string;
+      await lonely.request('POST', '/api/v1/languages', { token: own, body: { language: { id: 'kill', name: 'k', code: 'k' } } });
+      const lines = Array.from({ length: 6_000 }, (_, index) => `{"product":{"id":"K${index}","name":"n${index}","category_ids":["C${index % 7}"]}}`);
+      const response = await lonely.request('POST', '/api/v1/languages/kill/bulk', { token: own, raw: lines.join('\n'), headers: NDJSON });
+      expect(response.status).toBe(202);
+
+      const victim = spawnWorker(lonely.config);
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const progress = await lonely.db.oneFirst(sql.type(z.object({ next_line: z.number() }))`
+          SELECT next_line FROM bulk_jobs WHERE id = ${response.body.bulk_job.id}
+        `);
+        if (progress > 0) break;
+        if (Date.now() > deadline) throw new Error('the worker never made progress');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      await stopProcess(victim, 'SIGKILL');
+      const survivor = spawnWorker(lonely.config);
+      try {
+        const deadlineDone = Date.now() + 120_000;
+        let job: any;
+        for (;;) {
+          job = (await lonely.request('GET', response.headers.get('location')!, { token: own })).body.bulk_job;
+          if (job.status === 'completed') break;
+          if (Date.now() > deadlineDone) throw new Error(`bulk job did not finish: ${JSON.stringify(job)}`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        expect(job).toMatchObject({ lines: 6_000, saved: 6_000, failed: 0 });
+        await lonely.drain(120_000);
+        const counts = await lonely.db.one(sql.type(z.object({ products: z.number(), creates: z.number(), distinct_creates: z.number(), links: z.number() }))`
+          SELECT
+            (SELECT count(*) FROM records WHERE kind = 'product' AND live)::int8 AS products,
+            (SELECT count(*) FROM audit_log WHERE kind = 'product' AND action = 'create')::int8 AS creates,
+            (SELECT count(DISTINCT record_id) FROM audit_log WHERE kind = 'product' AND action = 'create')::int8 AS distinct_creates,
+            (SELECT count(*) FROM links)::int8 AS links
+        `);
+        expect(counts).toEqual({ products: 6_000, creates: 6_000, distinct_creates: 6_000, links: 6_000 });
+      } finally {
+        await stopProcess(survivor);
+      }
+    } finally {
+      await lonely.close();
+    }
+  });
+});
+
+describe('when a 100 MB file is streamed', () => {
+  it("should store it without the API process's memory growing with it", async () => {
+    await createLanguage('bulk-big');
+    const port = await freePort();
+    const api = spawn('node_modules/.bin/tsx', ['bin/api.ts'], {
+      env: { ...process.env, DATABASE_URL: env.config.DATABASE_URL, REDIS_URL: env.config.REDIS_URL, PORT: String(port), HOST: '127.0.0.1', QUEUE_PREFIX: env.config.QUEUE_PREFIX, LOG_LEVEL: 'silent' },
+      stdio: 'ignore',
+    });
+    try {
+      const baseUrl = `http://127.0.0.1:${port}`;
+      for (let attempt = 0; ; attempt += 1) {
+        const ready = await fetch(`${baseUrl}/healthz`).then((response) => response.ok, () => false);
+        if (ready) break;
+        if (attempt > 200) throw new Error('API process did not start');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const rss = async () => {
+        const status = await readFile(`/proc/${api.pid}/status`, 'utf8');
+        return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+      };
+      // Warm the upload path with a small file first, so the baseline includes loaded code.
+      await httpRequest(baseUrl, 'POST', '/api/v1/languages/bulk-big/bulk', { token, raw: '{"product":{"id":"w","name":"w"}}', headers: NDJSON });
+      const before = await rss();
+      let peak = before;
+      const sampler = setInterval(() => {
+        rss().then((value) => { peak = Math.max(peak, value); }, () => undefined);
+      }, 20);
+      const line = `{"product":{"id":"ID","name":"${'x'.repeat(180)}"}}\n`;
+      const total = 100 * 1024 * 1024;
+      const count = Math.ceil(total / line.length);
+      async function* generate() {
+        const chunk: string[] = [];
+        for (let index = 0; index < count; index += 1) {
+          chunk.push(line.replace('ID', `big${index}`));
+          if (chunk.length === 2_000) {
+            yield Buffer.from(chunk.join(''));
+            chunk.length = 0;
+          }
+        }
+        if (chunk.length) yield Buffer.from(chunk.join(''));
+      }
+      const response = await fetch(`${baseUrl}/api/v1/languages/bulk-big/bulk`, {
+        method: 'POST',
+        headers: { ...NDJSON, authorization: `Bearer ${token}` },
+        body: Readable.toWeb(Readable.from(generate())) as unknown as BodyInit,
+        duplex: 'half',
+      } as RequestInit);
+      clearInterval(sampler);
+      const body = (await response.json()) as { bulk_job: { lines: number } };
+      expect(response.status).toBe(202);
+      expect(body.bulk_job.lines).toBe(count);
+      console.log(`100 MB upload: API RSS ${Math.round(before / 2 ** 20)} MiB before, peak ${Math.round(peak / 2 ** 20)} MiB`);
+      expect(peak - before).toBeLessThan(40 * 1024 * 1024);
+    } finally {
+      await stopProcess(api);
+    }
+  }, 180_000);
+});

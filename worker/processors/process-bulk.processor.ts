@@ -1,0 +1,22 @@
+import { UnrecoverableError } from 'bullmq';
+import { applyBulkBatch } from '../../shared/bulk.service.js';
+import type { Processor } from './processor.js';
+
+const BATCH = 500;
+/** A slice of work per job; the sweeper queues the next slice behind other shops' files. */
+const SLICE_MS = 2_000;
+
+export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db, notifier }) => {
+  const { bulkJobId } = job.data;
+  if (typeof bulkJobId !== 'string') throw new UnrecoverableError('process-bulk needs a bulkJobId');
+  const deadline = Date.now() + SLICE_MS;
+  let applied = 0;
+  while (Date.now() < deadline) {
+    const result = await applyBulkBatch(db, bulkJobId, BATCH);
+    applied += result.applied;
+    if (result.langKey !== undefined) notifier.notify(result.langKey);
+    await job.updateProgress({ bulkJobId, applied });
+    if (result.done) return { bulkJobId, applied, done: true };
+  }
+  return { bulkJobId, applied, done: false };
+};
