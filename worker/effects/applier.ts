@@ -4,12 +4,14 @@ import {
   backdateCreation,
   insertStub,
   lockRow,
+  markWritten,
   projectDelete,
   projectFields,
   removeLinks,
   replaceLinks,
   reviveAsStub,
   serialChildren,
+  serialLiveIds,
   setLink,
   setSerialState,
   type AuditEntry,
@@ -71,32 +73,25 @@ export class EntryApplier {
   private async applyUpsert(kind: RecordKind, id: string, payload: Record<string, unknown>) {
     const seq = this.entry.seq;
     const definition = KINDS[kind];
-    const row = await lockRow(this.tx, this.key(kind, id));
-    const created = !row?.w_live;
+    const tracked = TRACKED_FIELD[kind];
+    const sentRef = tracked !== undefined && payload[tracked] !== undefined ? { value: (payload[tracked] as string | null) ?? null } : undefined;
+    const existed = await markWritten(this.tx, this.key(kind, id), sentRef);
     const { id: _id, ...changes } = payload;
-    this.audit(kind, id, created ? 'create' : 'update', this.entry.actor, changes);
-    if (row) {
-      const tracked = TRACKED_FIELD[kind];
-      const sent = tracked !== undefined && payload[tracked] !== undefined;
-      const ref = sent ? ((payload[tracked] as string | null) ?? null) : created ? null : row.w_ref;
-      await setSerialState(this.tx, this.key(kind, id), true, ref);
-    }
+    this.audit(kind, id, existed ? 'update' : 'create', this.entry.actor, changes);
 
     for (const ref of definition.refs) {
       const target = payload[ref.field];
-      if (ref.stub && typeof target === 'string') await this.ensureStub(ref.kind, target, {});
+      if (ref.stub && typeof target === 'string') await this.ensureStubs(ref.kind, [target]);
     }
     for (const list of definition.stubLists) {
       const value = payload[list.field] as Array<string | { id: string }> | null | undefined;
-      for (const target of unique((value ?? []).map((item) => (typeof item === 'string' ? item : item.id)))) {
-        await this.ensureStub(list.kind, target, {});
-      }
+      await this.ensureStubs(list.kind, unique((value ?? []).map((item) => (typeof item === 'string' ? item : item.id))));
     }
     for (const list of definition.lists) {
       if (payload[list.field] === undefined) continue;
       const ids = unique((payload[list.field] as string[] | null) ?? []);
       if (list.mode === 'replace') {
-        for (const target of ids) await this.ensureStub(list.kind, target, {});
+        await this.ensureStubs(list.kind, ids);
         const { removed, added } = await replaceLinks(this.tx, this.entry.lang_key, list.rel, list.side, id, ids, seq);
         for (const other of removed) this.audit(kind, id, 'unlink', SYSTEM, { [list.field]: other });
         for (const other of added) this.audit(kind, id, 'link', SYSTEM, { [list.field]: other });
@@ -157,6 +152,12 @@ export class EntryApplier {
     if (present && !(product?.w_live && category?.w_live)) return;
     const changed = await setLink(this.tx, this.entry.lang_key, 'product_category', productId, categoryId, present, this.entry.seq);
     if (changed) this.audit('product', productId, present ? 'link' : 'unlink', this.entry.actor, { category_ids: categoryId });
+  }
+
+  /** ensureStub for a list of ids, checking the usual case (all exist) in one statement. */
+  private async ensureStubs(kind: RecordKind, ids: string[]) {
+    const live = await serialLiveIds(this.tx, this.entry.lang_key, kind, ids);
+    for (const id of ids) if (!live.has(id)) await this.ensureStub(kind, id, {});
   }
 
   /** Creates `kind`/`id` as a stub unless it exists at this point of the serial order. */

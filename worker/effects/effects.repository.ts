@@ -285,3 +285,37 @@ export async function setLink(tx: Tx, langKey: number, rel: string, a: string, b
     : await tx.query(sql.unsafe`DELETE FROM links WHERE lang_key = ${langKey} AND rel = ${rel} AND a = ${a} AND b = ${b}`);
   return result.rowCount > 0;
 }
+
+/** Which of `ids` exist at this point of the serial order (their rows locked). One statement for a whole list. */
+export async function serialLiveIds(tx: Tx, langKey: number, kind: string, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const live = await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM records
+    WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ANY(${sql.array(ids, 'text')}) AND w_live
+    ORDER BY id
+    FOR UPDATE
+  `);
+  return new Set(live);
+}
+
+/**
+ * The serial view of a record written by its own change: it exists from now
+ * on; its tracked reference is the one sent, or kept when not sent (cleared
+ * when the write re-creates it). Returns whether it existed just before, or
+ * null when there is no row.
+ */
+export async function markWritten(tx: Tx, key: RecordKey, sentRef: { value: string | null } | undefined): Promise<boolean | null> {
+  const sent = sentRef !== undefined;
+  const value = sentRef?.value ?? null;
+  return tx.maybeOneFirst(sql.type(z.object({ was_live: z.boolean() }))`
+    WITH old AS (
+      SELECT w_live, w_ref FROM records WHERE ${where(key)} FOR UPDATE
+    )
+    UPDATE records r SET
+      w_live = true,
+      w_ref = CASE WHEN ${sent} THEN ${value}::text WHEN old.w_live THEN old.w_ref ELSE NULL END
+    FROM old
+    WHERE r.lang_key = ${key.langKey} AND r.kind = ${key.kind} AND r.id = ${key.id}
+    RETURNING old.w_live AS was_live
+  `);
+}
