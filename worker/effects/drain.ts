@@ -74,41 +74,42 @@ async function applyBatch(
   logger: Logger,
 ): Promise<number | 'busy'> {
   try {
-    return await db.transaction(async (tx) => {
-      if (!(await tryLockApplier(tx, langKey))) return 'busy' as const;
-      const entries = await readOutboxBatch(tx, langKey, horizon, batchSize);
-      const audits: AuditEntry[] = [];
-      for (const entry of entries) audits.push(...(await applyEntry(tx, entry)));
-      await insertAuditEntries(tx, audits);
-      await deleteOutboxEntries(tx, entries.map((entry) => entry.seq));
-      return entries.length;
-    });
+    return await runBatch(db, langKey, horizon, batchSize, maxAttempts, false);
   } catch (error) {
-    if (isConnectionError(error)) throw error;
+    if (isConnectionError(error) || error instanceof EntryFailedError) throw error;
     logger.warn({ err: (error as Error).message, lang_key: langKey }, 'batch failed; isolating the failing change');
-    return applyCarefully(db, langKey, horizon, batchSize, maxAttempts, logger);
+    return runBatch(db, langKey, horizon, batchSize, maxAttempts, true, logger);
   }
 }
 
-/** Entry by entry with savepoints, stopping at the first failure so order is kept. */
-async function applyCarefully(
+/**
+ * One batch in one transaction. `careful` wraps each entry in a savepoint and
+ * stops at the first failure, so order is kept and the failure is recorded.
+ */
+async function runBatch(
   db: Database,
   langKey: number,
   horizon: number,
   batchSize: number,
   maxAttempts: number,
-  logger: Logger,
+  careful: boolean,
+  logger?: Logger,
 ): Promise<number | 'busy'> {
   let failure: { entry: OutboxEntry; error: Error } | undefined;
   const done = await db.transaction(async (tx) => {
     if (!(await tryLockApplier(tx, langKey))) return 'busy' as const;
     const entries = await readOutboxBatch(tx, langKey, horizon, batchSize);
     const audits: AuditEntry[] = [];
-    const appliedSeqs: number[] = [];
+    const applied: number[] = [];
     for (const entry of entries) {
+      if (!careful) {
+        audits.push(...(await applyEntry(tx, entry)));
+        applied.push(entry.seq);
+        continue;
+      }
       try {
         audits.push(...(await tx.transaction((savepoint) => applyEntry(savepoint, entry))));
-        appliedSeqs.push(entry.seq);
+        applied.push(entry.seq);
       } catch (error) {
         if (isConnectionError(error)) throw error;
         failure = { entry, error: error as Error };
@@ -117,11 +118,11 @@ async function applyCarefully(
       }
     }
     await insertAuditEntries(tx, audits);
-    await deleteOutboxEntries(tx, appliedSeqs);
-    return appliedSeqs.length;
+    await deleteOutboxEntries(tx, applied);
+    return applied.length;
   });
   if (failure) {
-    logger.error({ err: failure.error, seq: failure.entry.seq, kind: failure.entry.kind }, 'change could not be applied');
+    logger?.error({ err: failure.error, seq: failure.entry.seq, kind: failure.entry.kind }, 'change could not be applied');
     if (done === 0) throw new EntryFailedError(`change ${failure.entry.seq} failed: ${failure.error.message}`);
   }
   return done;
