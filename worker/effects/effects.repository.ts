@@ -59,9 +59,13 @@ const where = (key: RecordKey) => sql.fragment`lang_key = ${key.langKey} AND kin
  * or below `last_value` can still appear.
  */
 export async function readHorizonCandidate(db: CommonQueryMethods) {
-  return db.one(sql.type(z.object({ snapshot: z.string(), last_seq: z.number() }))`
-    SELECT pg_current_snapshot()::text AS snapshot, (SELECT last_value FROM write_seq) AS last_seq
-  `);
+  // Two statements, in this order: a number handed out before `last_value` was
+  // read belongs to a transaction that had its xid before the snapshot, so the
+  // snapshot lists it as in flight (or it has ended). Read in one statement,
+  // the number could be taken after the snapshot and slip past the wait.
+  const lastSeq = await db.oneFirst(sql.type(z.object({ last_seq: z.number() }))`SELECT last_value AS last_seq FROM write_seq`);
+  const snapshot = await db.oneFirst(sql.type(z.object({ snapshot: z.string() }))`SELECT pg_current_snapshot()::text AS snapshot`);
+  return { snapshot, last_seq: lastSeq };
 }
 
 export async function snapshotSettled(db: CommonQueryMethods, snapshot: string): Promise<boolean> {
