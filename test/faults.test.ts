@@ -66,7 +66,7 @@ describe('when a worker is killed with SIGKILL in the middle of a batch', () => 
     const survivor = spawnWorker(env.config);
     children.push(survivor);
     await expectModel(env, 'kill', accountId, sent, SEED);
-  });
+  }, 120_000);
 });
 
 describe('when Redis stops while writes are accepted and comes back empty', () => {
@@ -92,5 +92,5 @@ describe('when Redis stops while writes are accepted and comes back empty', () =
     } finally {
       await worker.close();
     }
-  });
+  }, 120_000);
 });
