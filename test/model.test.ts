@@ -29,6 +29,11 @@ async function check(seed: number, languageId: string, accountId: number, sent: 
   await env.drain();
   const result = await compare(env, languageId, accountId, sent);
   const context = `seed ${seed} (rerun with MODEL_SEED=${seed} MODEL_RUNS=1)`;
+  const matches =
+    JSON.stringify(result.records.actual) === JSON.stringify(result.records.expected) &&
+    JSON.stringify(result.links.actual) === JSON.stringify(result.links.expected) &&
+    JSON.stringify(result.audit.actual) === JSON.stringify(result.audit.expected);
+  if (!matches) console.log(`${context}: requests in service order:\n${result.history.join('\n')}`);
   expect(result.records.actual, context).toEqual(result.records.expected);
   expect(result.links.actual, context).toEqual(result.links.expected);
   expect(result.audit.actual, context).toEqual(result.audit.expected);

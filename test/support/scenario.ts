@@ -24,7 +24,17 @@ export type Rng = ReturnType<typeof rng>;
 
 export type Operation =
   | { type: 'write'; kind: Kind; body: Fields }
-  | { type: 'delete'; kind: Kind; id: string };
+  | { type: 'delete'; kind: Kind; id: string }
+  /** v2 PUT of a product or category. */
+  | { type: 'put'; kind: 'product' | 'category'; body: Fields }
+  /** v2 assignment PUT (assign) or DELETE (unassign). */
+  | { type: 'assign'; product: string; category: string }
+  | { type: 'unassign'; product: string; category: string };
+
+export interface GenerateOptions {
+  /** Mix in v2 PUTs of products and categories (brand_id, parent_category_id, custom_attributes) and assignments. */
+  v2?: boolean;
+}
 
 const KINDS: Kind[] = ['brand', 'category', 'product', 'variant', 'review', 'profile', 'order', 'shopping_cart'];
 const IDS = ['1', '2', '3'];
@@ -74,9 +84,58 @@ function body(r: Rng, kind: Kind, id: string): Fields {
   }
 }
 
-export function generate(r: Rng, count: number, kinds: Kind[] = KINDS): Operation[] {
+/** Custom attributes in their stored form (date-times already normalised), so the model can compare them as sent. */
+function customAttributes(r: Rng): Fields[] {
+  const candidates: Fields[] = [
+    { name: 'colour', string_value: r.pick(['red', 'blue']) },
+    { name: 'size', integer_value: r.int(5) },
+    { name: 'new', boolean_value: r.chance(0.5) },
+    { name: 'since', date_value: `2024-01-0${1 + r.int(9)}` },
+    { name: 'at', datetime_value: `2024-01-01T1${r.int(10)}:00:00.000Z` },
+  ];
+  return candidates.filter(() => r.chance(0.4));
+}
+
+function v2Operation(r: Rng): Operation {
+  const roll = r.next();
+  const id = r.pick(IDS);
+  if (roll < 0.35) {
+    return {
+      type: 'put',
+      kind: 'product',
+      body: {
+        id,
+        ...(r.chance(0.6) ? { name: `product ${r.int(100)}` } : {}),
+        ...(r.chance(0.4) ? { price: r.int(1000) / 10 } : {}),
+        ...(r.chance(0.5) ? { brand_id: r.chance(0.2) ? null : r.pick(IDS) } : {}),
+        ...(r.chance(0.4) ? { custom_attributes: r.chance(0.15) ? null : customAttributes(r) } : {}),
+        ...(r.chance(0.15) ? { short_description: null } : {}),
+      },
+    };
+  }
+  if (roll < 0.6) {
+    return {
+      type: 'put',
+      kind: 'category',
+      body: {
+        id,
+        name: `category ${r.int(100)}`,
+        ...(r.chance(0.4) ? { parent_category_id: r.chance(0.2) ? null : r.pick(IDS) } : {}),
+        ...(r.chance(0.3) ? { custom_attributes: customAttributes(r) } : {}),
+      },
+    };
+  }
+  const assignment = { product: id, category: r.pick(IDS) };
+  return roll < 0.85 ? { type: 'assign', ...assignment } : { type: 'unassign', ...assignment };
+}
+
+export function generate(r: Rng, count: number, kinds: Kind[] = KINDS, options: GenerateOptions = {}): Operation[] {
   const operations: Operation[] = [];
   for (let index = 0; index < count; index += 1) {
+    if (options.v2 && r.chance(0.4)) {
+      operations.push(v2Operation(r));
+      continue;
+    }
     const kind = r.pick(kinds);
     const id = r.pick(IDS);
     operations.push(r.chance(0.3) ? { type: 'delete', kind, id } : { type: 'write', kind, body: body(r, kind, id) });
@@ -121,6 +180,20 @@ export interface Sent {
 
 export async function send(env: TestEnvironment, token: string, languageId: string, operation: Operation, requestId: string): Promise<Sent> {
   const headers = { 'x-request-id': requestId };
+  if (operation.type === 'put') {
+    const path = `/api/v2/languages/${languageId}/${SEGMENTS[operation.kind]}`;
+    const response = await env.request('PUT', path, { token, headers, body: { [operation.kind]: operation.body } });
+    if (response.status !== 200) throw new Error(`put ${JSON.stringify(operation)} answered ${response.status}: ${response.text}`);
+    return { operation, requestId, status: response.status };
+  }
+  if (operation.type === 'assign' || operation.type === 'unassign') {
+    const path = `/api/v2/languages/${languageId}/products/${operation.product}/categories/${operation.category}`;
+    const response = await env.request(operation.type === 'assign' ? 'PUT' : 'DELETE', path, { token, headers });
+    if (response.status !== 204 && response.status !== 404) {
+      throw new Error(`${operation.type} ${JSON.stringify(operation)} answered ${response.status}: ${response.text}`);
+    }
+    return { operation, requestId, status: response.status };
+  }
   const path = `/api/v1/languages/${languageId}/${SEGMENTS[operation.kind]}`;
   const response =
     operation.type === 'write'
@@ -144,9 +217,43 @@ async function langKey(env: TestEnvironment, languageId: string, accountId: numb
 }
 
 export interface Comparison {
+  /** The acknowledged requests in the order the service numbered them, for diagnosing a mismatch. */
+  history: string[];
   records: { actual: Record<string, Record<string, Fields>>; expected: Record<string, Record<string, Fields>> };
   links: { actual: Record<string, string[]>; expected: Record<string, string[]> };
   audit: { actual: string[]; expected: string[] };
+  /** Per kind: the trigger-kept live counter (v2 list totals) and the live rows it must equal. */
+  counts: { counter: Record<string, number>; rows: Record<string, number> };
+}
+
+export interface CompareOptions {
+  /**
+   * `seq` (default): replay in the order the service numbered the requests,
+   * as read from the audit log (requests that left no audit entry are left
+   * out). `sent`: replay every acknowledged request in the order it was sent,
+   * which is the service's order when requests were sent one at a time; the
+   * model then also decides which requests must leave no audit entry (an
+   * assignment that changes nothing).
+   */
+  order?: 'seq' | 'sent';
+}
+
+/** Applies one acknowledged request to the model. */
+function replay(model: Model, item: Sent): void {
+  const operation = item.operation;
+  switch (operation.type) {
+    case 'write':
+    case 'put':
+      model.write(operation.kind, canonicalBody(operation.kind, operation.body));
+      break;
+    case 'delete':
+      if (item.status === 200) model.delete(operation.kind, operation.id);
+      break;
+    case 'assign':
+    case 'unassign':
+      if (item.status === 204) model.assign(operation.product, operation.category, operation.type === 'assign');
+      break;
+  }
 }
 
 /**
@@ -154,7 +261,13 @@ export interface Comparison {
  * requests (the audit log's write_seq), through the model, and reads the
  * service's drained state for comparison.
  */
-export async function compare(env: TestEnvironment, languageId: string, accountId: number, sent: Sent[]): Promise<Comparison> {
+export async function compare(
+  env: TestEnvironment,
+  languageId: string,
+  accountId: number,
+  sent: Sent[],
+  options: CompareOptions = {},
+): Promise<Comparison> {
   const key = await langKey(env, languageId, accountId);
   const audit = await env.db.any(sql.type(auditRow)`
     SELECT kind, record_id, action, actor, request_id, write_seq FROM audit_log
@@ -165,11 +278,11 @@ export async function compare(env: TestEnvironment, languageId: string, accountI
   for (const row of audit) if (row.actor !== 'system' && row.request_id) seqOf.set(row.request_id, row.write_seq);
 
   const model = new Model();
-  const ordered = sent.filter((item) => seqOf.has(item.requestId)).sort((x, y) => seqOf.get(x.requestId)! - seqOf.get(y.requestId)!);
-  for (const item of ordered) {
-    if (item.operation.type === 'write') model.write(item.operation.kind, canonicalBody(item.operation.kind, item.operation.body));
-    else if (item.status === 200) model.delete(item.operation.kind, item.operation.id);
-  }
+  const ordered =
+    options.order === 'sent'
+      ? sent
+      : sent.filter((item) => seqOf.has(item.requestId)).sort((x, y) => seqOf.get(x.requestId)! - seqOf.get(y.requestId)!);
+  for (const item of ordered) replay(model, item);
 
   const rows = await env.db.any(sql.type(z.object({ kind: z.string(), id: z.string(), data: z.record(z.unknown()) }))`
     SELECT kind, id, data FROM records WHERE lang_key = ${key} AND live ORDER BY kind, id
@@ -191,8 +304,18 @@ export async function compare(env: TestEnvironment, languageId: string, accountI
     relevant: [...model.links.relevant].sort(),
   };
 
+  const counter = await env.db.any(sql.type(z.object({ kind: z.string(), total: z.number() }))`
+    SELECT kind, sum(delta)::int8 AS total FROM record_count_deltas WHERE lang_key = ${key} GROUP BY kind
+  `);
+  const live = await env.db.any(sql.type(z.object({ kind: z.string(), total: z.number() }))`
+    SELECT kind, count(*) AS total FROM records WHERE lang_key = ${key} AND live GROUP BY kind
+  `);
+  const byKind = (rows: ReadonlyArray<{ kind: string; total: number }>) =>
+    Object.fromEntries(rows.filter((row) => row.total !== 0).map((row) => [row.kind, row.total]).sort());
+
   const fact = (item: AuditFact) => `${item.kind}/${item.id}/${item.action}`;
   return {
+    counts: { counter: byKind(counter), rows: byKind(live) },
     records: { actual: actualRecords, expected: expectedRecords },
     links: { actual: actualLinks, expected: expectedLinks },
     audit: {
