@@ -23,6 +23,8 @@ export interface LanguageContext {
 export async function saveLanguage(context: LanguageContext, input: LanguageWrite) {
   const row = await context.db.transaction(async (tx) => {
     const saved = await upsertLanguage(tx, context.accountId, input);
+    // Like every writer, hold the language's shared lock before taking a number (the applier's horizon relies on it).
+    await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock_shared(${LOCK_LANGUAGE}, ${saved.lang_key}::int)`);
     await insertOutboxEntry(tx, saved.lang_key, 'language', 'upsert', saved.id, {
       accountId: context.accountId,
       languageId: saved.id,
@@ -45,7 +47,7 @@ export async function deleteLanguage(context: LanguageContext, languageId: strin
   const row = await context.db.transaction(async (tx) => {
     const live = await findLanguage(tx, context.accountId, languageId);
     if (!live) return null;
-    await tx.query(sql.unsafe`SELECT pg_current_xact_id(), pg_advisory_xact_lock(${LOCK_LANGUAGE}, ${live.lang_key}::int)`);
+    await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(${LOCK_LANGUAGE}, ${live.lang_key}::int)`);
     const deleted = await markLanguageDeleted(tx, context.accountId, languageId);
     if (!deleted) return null;
     await insertOutboxEntry(tx, deleted.lang_key, 'language', 'delete', deleted.id, {

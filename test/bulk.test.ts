@@ -227,7 +227,7 @@ describe('when a worker is killed in the middle of a file', () => {
     } finally {
       await lonely.close();
     }
-  });
+  }, 240_000);
 });
 
 describe('when a 100 MB file is streamed', () => {

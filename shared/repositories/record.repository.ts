@@ -9,7 +9,7 @@ export type OutboxAction = 'upsert' | 'delete' | 'assign' | 'unassign';
 export const LOCK_LANGUAGE = 1;
 export const LOCK_APPLIER = 2;
 
-const storedRecord = z.object({
+export const storedRecord = z.object({
   id: z.string(),
   data: z.record(z.unknown()),
   created_at: z.string().nullable(),
@@ -29,14 +29,13 @@ export interface OutboxFields {
 }
 
 /**
- * Assigns the transaction its xid before it takes a write sequence number
- * (the applier's safe horizon relies on that) and holds the language open
- * against a concurrent language delete until commit.
+ * Holds the language's shared lock until commit, before the transaction takes
+ * a write number: a concurrent language delete (exclusive) waits for it, and
+ * the applier's horizon (exclusive, momentarily) knows every number taken
+ * before it asked is committed or aborted once it gets the lock.
  */
 export async function beginLanguageWrite(tx: DatabaseTransactionConnection, langKey: number): Promise<void> {
-  await tx.query(sql.unsafe`
-    SELECT pg_current_xact_id(), pg_advisory_xact_lock_shared(${LOCK_LANGUAGE}, ${langKey}::int)
-  `);
+  await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock_shared(${LOCK_LANGUAGE}, ${langKey}::int)`);
 }
 
 export type UpsertOutcome = { status: 'written'; record: WrittenRecord } | { status: 'language-gone' } | { status: 'overtaken' };

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Database } from '../../shared/db.js';
 import { EntryApplier } from './applier.js';
@@ -6,9 +5,8 @@ import {
   deleteOutboxEntries,
   insertAuditEntries,
   markOutboxEntryFailed,
-  readHorizonCandidate,
+  readHorizon,
   readOutboxBatch,
-  snapshotSettled,
   tryLockApplier,
   type AuditEntry,
   type OutboxEntry,
@@ -29,14 +27,6 @@ export interface DrainResult {
 
 export class EntryFailedError extends Error {}
 
-async function waitForHorizon(db: Database): Promise<number> {
-  const { snapshot, last_seq: lastSeq } = await readHorizonCandidate(db);
-  for (let waited = 0; !(await snapshotSettled(db, snapshot)); waited += 1) {
-    await sleep(waited < 50 ? 1 : 10);
-  }
-  return lastSeq;
-}
-
 /**
  * Applies the pending changes of one language in sequence order, in batches,
  * each batch one transaction that also writes the audit entries and removes
@@ -50,7 +40,7 @@ export async function drainLanguage(db: Database, langKey: number, logger: Logge
   const maxAttempts = options.maxEntryAttempts ?? 3;
   let applied = 0;
   while (Date.now() < deadline) {
-    const horizon = await waitForHorizon(db);
+    const horizon = await readHorizon(db, langKey);
     let progressed = false;
     for (;;) {
       const outcome = await applyBatch(db, langKey, horizon, batchSize, maxAttempts, logger);

@@ -1,6 +1,6 @@
-import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
+import { sql, type CommonQueryMethods, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import { LOCK_APPLIER } from '../../shared/repositories/record.repository.js';
+import { LOCK_APPLIER, LOCK_LANGUAGE } from '../../shared/repositories/record.repository.js';
 
 type Tx = DatabaseTransactionConnection;
 
@@ -53,28 +53,19 @@ export interface RecordKey {
 const where = (key: RecordKey) => sql.fragment`lang_key = ${key.langKey} AND kind = ${key.kind} AND id = ${key.id}`;
 
 /**
- * The safe horizon: the highest sequence number below which every change has
- * committed or aborted. Changes take their number after their xid, so once
- * every transaction in flight at the snapshot has ended, no change numbered at
- * or below `last_value` can still appear.
+ * The safe horizon of a language: a number at or below which every change of
+ * the language has committed or aborted. Writers hold the language's shared
+ * lock from before they take a number until they commit, so once the
+ * exclusive lock has been granted (and at once released), every change
+ * numbered at or below `last_value` as read before is final. Only the
+ * language's own writers are waited for, never unrelated transactions.
  */
-export async function readHorizonCandidate(db: CommonQueryMethods) {
-  // Two statements, in this order: a number handed out before `last_value` was
-  // read belongs to a transaction that had its xid before the snapshot, so the
-  // snapshot lists it as in flight (or it has ended). Read in one statement,
-  // the number could be taken after the snapshot and slip past the wait.
+export async function readHorizon(db: DatabasePool, langKey: number): Promise<number> {
   const lastSeq = await db.oneFirst(sql.type(z.object({ last_seq: z.number() }))`SELECT last_value AS last_seq FROM write_seq`);
-  const snapshot = await db.oneFirst(sql.type(z.object({ snapshot: z.string() }))`SELECT pg_current_snapshot()::text AS snapshot`);
-  return { snapshot, last_seq: lastSeq };
-}
-
-export async function snapshotSettled(db: CommonQueryMethods, snapshot: string): Promise<boolean> {
-  return db.oneFirst(sql.type(z.object({ settled: z.boolean() }))`
-    SELECT NOT EXISTS (
-      SELECT 1 FROM pg_snapshot_xip(${snapshot}::pg_snapshot) AS x
-      WHERE pg_xact_status(x) = 'in progress'
-    ) AS settled
-  `);
+  await db.transaction(async (tx) => {
+    await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(${LOCK_LANGUAGE}, ${langKey}::int)`);
+  });
+  return lastSeq;
 }
 
 /** One applier per language at a time; the lock ends with the transaction. */
