@@ -29,6 +29,17 @@ export interface WriteContext {
 
 const MAX_ATTEMPTS = 5;
 
+/** The interface generation of a write: v1 POST bodies or v2 PUT bodies (products and categories). */
+export type Generation = 'v1' | 'v2';
+
+/** The kind as a write of `generation` sees it: its schema and stored fields (v2 writes carry no lists). */
+export function writeView(kind: RecordKind, generation: Generation = 'v1'): KindDefinition {
+  const definition = KINDS[kind];
+  if (generation === 'v1') return definition;
+  if (!definition.v2) throw new Error(`${kind} has no v2 write`);
+  return { ...definition, schema: definition.v2.schema, dataFields: definition.v2.dataFields, lists: [] };
+}
+
 /** The record as responses show it: id, every data field (null when unset), the kind's timestamps. */
 export function presentRecord(definition: KindDefinition, record: StoredRecord): Record<string, unknown> {
   const out: Record<string, unknown> = { id: record.id };
@@ -89,6 +100,17 @@ async function parseRecord(
   try {
     return parseEnvelope(kind, body, definition.schema) as Record<string, unknown>;
   } catch (error) {
+    const v2 = KINDS[kind].v2;
+    if (
+      v2 &&
+      definition.schema === v2.schema &&
+      error instanceof ValidationError &&
+      error.errorClass === 'unknown_parameters' &&
+      error.parameters.some((name) => v2.readOnlyLists.includes(name))
+    ) {
+      // CONTRACT 8: a v2 write naming a link list points to the assignment endpoints.
+      throw new ValidationError('unknown_parameters', error.parameters, `${error.message}. ${v2.hint}`);
+    }
     if (kind !== 'profile' || !(error instanceof ValidationError) || error.errorClass === 'missing_parameters') throw error;
     const raw = (body as Record<string, unknown>)['profile'] as Record<string, unknown>;
     // A present but malformed id or email is reported as invalid, not as missing.
@@ -114,6 +136,8 @@ export interface PreparedWrite {
   lists: Record<string, string[]>;
   times: { created_at?: string | null; updated_at?: string | null };
   payload: Record<string, unknown>;
+  /** v1 unless stated. */
+  generation?: Generation;
 }
 
 /**
@@ -121,14 +145,20 @@ export interface PreparedWrite {
  * (profile rule 9 reads the database).
  * @throws {ValidationError}
  */
-export async function prepareWrite(db: CommonQueryMethods, langKey: number, kind: RecordKind, body: unknown): Promise<PreparedWrite> {
-  const definition = KINDS[kind];
+export async function prepareWrite(
+  db: CommonQueryMethods,
+  langKey: number,
+  kind: RecordKind,
+  body: unknown,
+  generation: Generation = 'v1',
+): Promise<PreparedWrite> {
+  const definition = writeView(kind, generation);
   const input = await parseRecord(kind, body, definition, async (raw) => {
     await resolveProfileId(db, langKey, raw);
   });
   const id = kind === 'profile' ? await resolveProfileId(db, langKey, input) : (input['id'] as string);
   const { fields, lists, times } = splitInput(definition, input);
-  return { kind, id, fields, lists, times, payload: { ...input, id } };
+  return { kind, id, fields, lists, times, payload: { ...input, id }, generation };
 }
 
 /**
@@ -154,21 +184,22 @@ export async function storePrepared(
   }
 }
 
-/** The v1 response record: stored fields plus the list fields this write sent. */
+/** The response record: stored fields (of the write's generation) plus the list fields this write sent. */
 export function presentWrite(prepared: PreparedWrite, record: StoredRecord): Record<string, unknown> {
-  const response = presentRecord(KINDS[prepared.kind], record);
+  const response = presentRecord(writeView(prepared.kind, prepared.generation), record);
   for (const [field, ids] of Object.entries(prepared.lists)) response[field] = ids;
   return response;
 }
 
 /**
- * Validates and saves one v1 record: the record's own fields are durable when
- * this returns; stubs, links and audit entries follow through the outbox.
- * @throws {ValidationError} per CONTRACT 4. @throws {LanguageNotFoundError}
+ * Validates and saves one record (a v1 POST body, or a v2 PUT body with
+ * `generation` 'v2'): the record's own fields are durable when this returns;
+ * stubs, links and audit entries follow through the outbox.
+ * @throws {ValidationError} per CONTRACT 4 and 8. @throws {LanguageNotFoundError}
  */
-export async function saveRecord(context: WriteContext, languageId: string, kind: RecordKind, body: unknown) {
+export async function saveRecord(context: WriteContext, languageId: string, kind: RecordKind, body: unknown, generation: Generation = 'v1') {
   const language = await requireLanguage(context.db, context.accountId, languageId);
-  const prepared = await prepareWrite(context.db, language.lang_key, kind, body);
+  const prepared = await prepareWrite(context.db, language.lang_key, kind, body, generation);
   const record = await context.db.transaction(async (tx) => {
     await beginLanguageWrite(tx, language.lang_key);
     return storePrepared(tx, language.lang_key, prepared, {

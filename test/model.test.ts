@@ -1,9 +1,10 @@
+import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { startWorker, type RunningWorker } from '../worker/worker.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
-import { compare, generate, rng, send, type Sent } from './support/scenario.js';
+import { compare, generate, rng, send, type CompareOptions, type Sent } from './support/scenario.js';
 
 const BASE_SEED = Number(process.env['MODEL_SEED'] ?? Date.now() % 1_000_000);
 const RUNS = Number(process.env['MODEL_RUNS'] ?? 4);
@@ -25,18 +26,19 @@ async function setUp(seed: number) {
   return { token, languageId, accountId };
 }
 
-async function check(seed: number, languageId: string, accountId: number, sent: Sent[]) {
+async function check(seed: number, languageId: string, accountId: number, sent: Sent[], options: CompareOptions & { counts?: boolean } = {}) {
   await env.drain();
-  const result = await compare(env, languageId, accountId, sent);
+  const result = await compare(env, languageId, accountId, sent, options);
   const context = `seed ${seed} (rerun with MODEL_SEED=${seed} MODEL_RUNS=1)`;
   const matches =
-    JSON.stringify(result.records.actual) === JSON.stringify(result.records.expected) &&
-    JSON.stringify(result.links.actual) === JSON.stringify(result.links.expected) &&
-    JSON.stringify(result.audit.actual) === JSON.stringify(result.audit.expected);
+    isDeepStrictEqual(result.records.actual, result.records.expected) &&
+    isDeepStrictEqual(result.links.actual, result.links.expected) &&
+    isDeepStrictEqual(result.audit.actual, result.audit.expected);
   if (!matches) console.log(`${context}: requests in service order:\n${result.history.join('\n')}`);
   expect(result.records.actual, context).toEqual(result.records.expected);
   expect(result.links.actual, context).toEqual(result.links.expected);
   expect(result.audit.actual, context).toEqual(result.audit.expected);
+  if (options.counts) expect(result.counts.counter, context).toEqual(result.counts.rows);
 }
 
 beforeAll(async () => {
@@ -101,6 +103,73 @@ describe('when the worker is stopped while requests are accepted', () => {
     const worker = await startWorker(env.config);
     try {
       await check(seed + 30_000, languageId, accountId, sent);
+    } finally {
+      await worker.close();
+    }
+  });
+});
+
+/*
+ * v1 and v2 mixed: v2 PUTs of products (brand_id, custom_attributes) and
+ * categories (parent_category_id), and v2 assignments, among v1 writes and
+ * deletes. Requests go one at a time, so the order they were sent in is the
+ * service's order: every acknowledged request is replayed, and the model
+ * decides which ones must leave no audit entry (an assignment that changes
+ * nothing). The v2 list totals' counter must equal the live rows.
+ */
+describe('when random v1 and v2 requests are sent one after another', () => {
+  it.each(seeds)('should end, once drained, in the state of the serial model (seed %i)', async (seed) => {
+    const { token, languageId, accountId } = await setUp(seed + 40_000);
+    // The blocks above may have stopped the environment's worker: this block runs its own.
+    const worker = await startWorker(env.config);
+    try {
+      const operations = generate(rng(seed + 40_000), OPERATIONS, undefined, { v2: true });
+      const sent: Sent[] = [];
+      for (const [index, operation] of operations.entries()) sent.push(await send(env, token, languageId, operation, `m${seed}-${index}`));
+      await check(seed + 40_000, languageId, accountId, sent, { order: 'sent', counts: true });
+    } finally {
+      await worker.close();
+    }
+  });
+});
+
+/*
+ * The same mix sent concurrently: replayed in the order the service numbered
+ * the requests (an assignment that left no audit entry changed nothing and
+ * is left out).
+ */
+describe('when random v1 and v2 requests are sent concurrently', () => {
+  it.each(seeds)('should equal the serial model in the order the service numbered them (seed %i)', async (seed) => {
+    const { token, languageId, accountId } = await setUp(seed + 60_000);
+    const worker = await startWorker(env.config);
+    try {
+      const operations = generate(rng(seed + 60_000), OPERATIONS, undefined, { v2: true });
+      const sent: Sent[] = [];
+      for (let start = 0; start < operations.length; start += 6) {
+        const chunk = operations.slice(start, start + 6);
+        sent.push(...(await Promise.all(chunk.map((operation, offset) => send(env, token, languageId, operation, `k${seed}-${start + offset}`)))));
+      }
+      await check(seed + 60_000, languageId, accountId, sent, { counts: true });
+    } finally {
+      await worker.close();
+    }
+  });
+});
+
+describe('when the worker is stopped while random v1 and v2 requests are accepted', () => {
+  it.each(seeds)('should catch up from the outbox and equal the serial model (seed %i)', async (seed) => {
+    const { token, languageId, accountId } = await setUp(seed + 50_000);
+    await env.worker?.close();
+    await secondWorker?.close();
+    secondWorker = undefined;
+    const operations = generate(rng(seed + 50_000), OPERATIONS, undefined, { v2: true });
+    const sent: Sent[] = [];
+    for (const [index, operation] of operations.entries()) sent.push(await send(env, token, languageId, operation, `n${seed}-${index}`));
+    const status = await env.request('GET', '/admin/api/sync-status', { headers: env.adminHeaders });
+    expect(status.body.pending).toBeGreaterThan(0);
+    const worker = await startWorker(env.config);
+    try {
+      await check(seed + 50_000, languageId, accountId, sent, { order: 'sent', counts: true });
     } finally {
       await worker.close();
     }

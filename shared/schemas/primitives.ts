@@ -30,9 +30,13 @@ export const dateTimeSchema = textSchema(1, 64).transform((value, ctx) => {
     if (!match[4]) text = `${text}T00:00:00Z`;
     else if (!match[7]) text = `${text}Z`;
     const ms = Date.parse(text);
+    const year = Number(match[1]);
     const month = Number(match[2]);
     const day = Number(match[3]);
-    if (!Number.isNaN(ms) && month >= 1 && month <= 12 && day >= 1 && day <= 31) {
+    // Date.parse rolls 2024-02-30 over to March 1st; a date that does not exist is invalid.
+    const calendar = new Date(Date.UTC(year, month - 1, day));
+    const realDay = calendar.getUTCFullYear() === year && calendar.getUTCMonth() === month - 1 && calendar.getUTCDate() === day;
+    if (!Number.isNaN(ms) && realDay) {
       return new Date(ms).toISOString();
     }
   }

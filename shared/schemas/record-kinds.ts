@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { customAttributesSchema } from './custom-attribute.schema.js';
 import { dateTimeSchema, emailSchema, finiteNumber, idListSchema, idSchema, textSchema, urlSchema } from './primitives.js';
 
 /** The record kinds that live inside a language (languages have their own table). */
@@ -41,6 +42,17 @@ export interface KindDefinition {
   lists: ListRelation[];
   /** Ids named in array-valued data fields that get stubs (order products, cart products). */
   stubLists: Array<{ field: string; kind: RecordKind; path: 'self' | 'id' }>;
+  /** The v2 write (PUT) of the kind, where SPEC has one: products and categories. */
+  v2?: V2Definition;
+}
+
+export interface V2Definition {
+  schema: z.ZodTypeAny;
+  /** Fields stored in `data` by a v2 write and shown by v2 (besides id, timestamps and links). */
+  dataFields: string[];
+  /** List fields v2 shows but does not accept on write (400 unknown_parameters with `hint`). */
+  readOnlyLists: string[];
+  hint: string;
 }
 
 const optional = <T extends z.ZodTypeAny>(schema: T) => schema.nullable().optional();
@@ -182,6 +194,40 @@ const shoppingCartSchema = z
   })
   .strict();
 
+/** v2 identifiers are strings (SPEC "v2 records"), 1..255 characters like every id. */
+const v2IdSchema = textSchema(1, 255);
+
+const productV2Schema = z
+  .object({
+    id: v2IdSchema,
+    name: optional(textSchema(1)),
+    visible: optional(z.boolean()),
+    main_image: optional(urlSchema),
+    url: optional(urlSchema),
+    short_description: optional(text),
+    price: optional(finiteNumber),
+    brand_id: optional(v2IdSchema),
+    custom_attributes: optional(customAttributesSchema),
+    ...timestamps,
+  })
+  .strict();
+
+const categoryV2Schema = z
+  .object({
+    id: v2IdSchema,
+    name: textSchema(1),
+    parent_category_id: optional(v2IdSchema),
+    url: optional(urlSchema),
+    visible: optional(z.boolean()),
+    custom_attributes: optional(customAttributesSchema),
+    ...timestamps,
+  })
+  .strict();
+
+const ASSIGNMENT_HINT =
+  'assign a product to a category with PUT /api/v2/languages/{language_id}/products/{product_id}/categories/{category_id} ' +
+  'and remove the assignment with DELETE on the same path';
+
 const fieldsOf = (schema: z.AnyZodObject, lists: string[]) =>
   Object.keys(schema.shape).filter((name) => name !== 'id' && name !== 'created_at' && name !== 'updated_at' && !lists.includes(name));
 
@@ -210,6 +256,12 @@ export const KINDS: Record<RecordKind, KindDefinition> = {
     refs: [{ field: 'parent_category_id', kind: 'category', stub: true, onParentDelete: 'set-null' }],
     lists: [{ field: 'product_ids', mode: 'replace', kind: 'product', rel: 'product_category', side: 'b' }],
     stubLists: [],
+    v2: {
+      schema: categoryV2Schema,
+      dataFields: fieldsOf(categoryV2Schema, []),
+      readOnlyLists: ['product_ids'],
+      hint: `product_ids is read-only in v2: ${ASSIGNMENT_HINT}`,
+    },
   }),
   product: define({
     kind: 'product',
@@ -225,6 +277,14 @@ export const KINDS: Record<RecordKind, KindDefinition> = {
       { field: 'category_ids', mode: 'replace', kind: 'category', rel: 'product_category', side: 'a' },
     ],
     stubLists: [],
+    v2: {
+      schema: productV2Schema,
+      dataFields: fieldsOf(productV2Schema, []),
+      readOnlyLists: ['category_ids', 'relevant_product_ids'],
+      hint:
+        `category_ids and relevant_product_ids are read-only in v2: ${ASSIGNMENT_HINT}; ` +
+        'relevant_product_ids are written with POST /api/v1/languages/{language_id}/products',
+    },
   }),
   variant: define({
     kind: 'variant',
@@ -296,5 +356,3 @@ export const TRACKED_FIELD: Partial<Record<RecordKind, string>> = {
   category: 'parent_category_id',
 };
 
-/** product_id of variant and review stubs: "a stub variant or review also holds the product that named it". */
-export const STUB_PARENT_FIELD: Partial<Record<RecordKind, string>> = { variant: 'product_id', review: 'product_id' };

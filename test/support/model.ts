@@ -1,7 +1,8 @@
 /**
- * A reference model of SPEC and CONTRACT 4-6 for the v1 record kinds: each
- * request applied alone, with all its effects, in order. The model-based tests
- * compare the service's drained state and audit log with it.
+ * A reference model of SPEC and CONTRACT 4-6 and 8 for the record kinds
+ * (v1 writes and deletes, v2 PUTs and assignments): each request applied
+ * alone, with all its effects, in order. The model-based tests compare the
+ * service's drained state and audit log with it.
  */
 export type Kind = 'brand' | 'category' | 'product' | 'variant' | 'review' | 'profile' | 'order' | 'shopping_cart';
 export type Fields = Record<string, unknown>;
@@ -71,7 +72,11 @@ export class Model {
     this.log(kind, id, 'link');
   }
 
-  /** A successful v1 write of `input` (ids already strings). */
+  /**
+   * A successful write of `input` (ids already strings): a v1 POST, or a v2
+   * PUT (which sends no list fields; its brand_id is the product's own
+   * reference, like a variant's product_id).
+   */
   write(kind: Kind, input: Fields): void {
     const id = input['id'] as string;
     const { id: _id, ...sent } = input;
@@ -100,6 +105,9 @@ export class Model {
       if (typeof value === 'string') this.ensureStub(target, value);
     };
     switch (kind) {
+      case 'product':
+        stub('brand', fields['brand_id']);
+        break;
       case 'category':
         stub('category', fields['parent_category_id']);
         break;
@@ -137,6 +145,23 @@ export class Model {
         for (const category of lists['category_ids']) this.ensureStub('category', category);
         this.replace('product_category', 'a', 'product', id, 'category_ids', lists['category_ids']);
       }
+    }
+  }
+
+  /**
+   * A v2 assignment acknowledged with 204: the link appears only if both
+   * records exist at this point (audited 'link' on the product, nothing when
+   * already linked); an unassignment removes a present link ('unlink').
+   */
+  assign(product: string, category: string, present: boolean): void {
+    const link = `${product}|${category}`;
+    const set = this.links.product_category;
+    if (present) {
+      if (!this.exists('product', product) || !this.exists('category', category) || set.has(link)) return;
+      set.add(link);
+      this.log('product', product, 'link');
+    } else if (set.delete(link)) {
+      this.log('product', product, 'unlink');
     }
   }
 

@@ -314,7 +314,9 @@ export async function compare(
     Object.fromEntries(rows.filter((row) => row.total !== 0).map((row) => [row.kind, row.total]).sort());
 
   const fact = (item: AuditFact) => `${item.kind}/${item.id}/${item.action}`;
+  const history = ordered.map((item) => `${seqOf.get(item.requestId)} ${item.status} ${JSON.stringify(item.operation)}`);
   return {
+    history,
     counts: { counter: byKind(counter), rows: byKind(live) },
     records: { actual: actualRecords, expected: expectedRecords },
     links: { actual: actualLinks, expected: expectedLinks },

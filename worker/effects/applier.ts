@@ -1,5 +1,5 @@
 import type { DatabaseTransactionConnection } from 'slonik';
-import { KINDS, STUB_PARENT_FIELD, TRACKED_FIELD, type RecordKind } from '../../shared/schemas/record-kinds.js';
+import { KINDS, TRACKED_FIELD, type RecordKind } from '../../shared/schemas/record-kinds.js';
 import {
   backdateCreation,
   insertStub,
@@ -164,18 +164,16 @@ export class EntryApplier {
   private async ensureStub(kind: RecordKind, id: string, requested: Record<string, unknown>) {
     const seq = this.entry.seq;
     const key = this.key(kind, id);
-    const row = await lockRow(this.tx, key);
+    let row = await lockRow(this.tx, key);
     if (row?.w_live) return;
-    const parentField = STUB_PARENT_FIELD[kind];
-    const fields: Record<string, unknown> = {};
-    if (parentField && requested[parentField] !== undefined) fields[parentField] = requested[parentField];
-    for (const [name, value] of Object.entries(requested)) fields[name] = value;
+    // A stub holds only its id, plus the parent that named it when a point-at list created it.
+    const fields: Record<string, unknown> = { ...requested };
     const tracked = TRACKED_FIELD[kind];
     const ref = tracked ? ((fields[tracked] as string | undefined) ?? null) : null;
     const at = this.entry.accepted_at;
-    if (!row) {
-      await insertStub(this.tx, key, fields, seq, at, ref);
-    } else {
+    // An API write of the same id may insert the row between the lock and the insert: then it is a row like any other.
+    if (!row && !(await insertStub(this.tx, key, fields, seq, at, ref))) row = await lockRow(this.tx, key);
+    if (row) {
       await setSerialState(this.tx, key, true, ref);
       if (!row.live) {
         await reviveAsStub(this.tx, key, fields, seq, at);

@@ -133,16 +133,21 @@ export async function setSerialState(tx: Tx, key: RecordKey, wLive: boolean, wRe
   await tx.query(sql.unsafe`UPDATE records SET w_live = ${wLive}, w_ref = ${wRef} WHERE ${where(key)}`);
 }
 
-/** A stub where there is no row: live in both views. */
-export async function insertStub(tx: Tx, key: RecordKey, fields: Record<string, unknown>, seq: number, at: string, wRef: string | null) {
-  await tx.query(sql.unsafe`
+/**
+ * A stub where there is no row: live in both views. Returns false when an API
+ * write inserted the row meanwhile (the caller then treats it as existing).
+ */
+export async function insertStub(tx: Tx, key: RecordKey, fields: Record<string, unknown>, seq: number, at: string, wRef: string | null): Promise<boolean> {
+  const result = await tx.query(sql.unsafe`
     INSERT INTO records (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at, w_live, w_ref)
     VALUES (
       ${key.langKey}, ${key.kind}, ${key.id}, ${sql.jsonb(fields as never)},
       coalesce((SELECT jsonb_object_agg(k, ${seq}::bigint) FROM jsonb_object_keys(${sql.jsonb(fields as never)}) AS k), '{}'),
       true, ${seq}, ${seq}, ${at}::timestamptz, ${at}::timestamptz, true, ${wRef}
     )
+    ON CONFLICT (lang_key, kind, id) DO NOTHING
   `);
+  return result.rowCount > 0;
 }
 
 /** Revives a tombstone (deleted before `seq`) as a stub. */
