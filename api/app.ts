@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import type pg from 'pg';
 import type Router from '@koa/router';
@@ -9,12 +8,19 @@ import type { TokenVerifier } from '../shared/auth.service.js';
 import type { Config } from '../shared/config.js';
 import type { Database } from '../shared/db.js';
 import type { OutboxNotifier } from '../shared/outbox-notifier.js';
-import type { AppContext, AppState } from './context.js';
+import type { AppState } from './context.js';
+import { createApiMetrics } from '../shared/metrics.service.js';
+import { adminAreaMiddleware } from './middleware/admin-auth.middleware.js';
 import { errorMiddleware } from './middleware/error.middleware.js';
+import { queueDashboardMiddleware } from './middleware/queue-dashboard.middleware.js';
+import { requestLogMiddleware } from './middleware/request-log.middleware.js';
+import { docsRouter } from './routes/docs.router.js';
+import { metricsRouter } from './routes/metrics.router.js';
 import { adminRouter } from './routes/admin.router.js';
 import { healthRouter } from './routes/health.router.js';
 import { oauthRouter } from './routes/oauth.router.js';
 import { v1Router } from './routes/v1.router.js';
+import { v2Router } from './routes/v2.router.js';
 
 export interface AppDependencies {
   config: Config;
@@ -27,36 +33,32 @@ export interface AppDependencies {
   queues: Queue[];
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
-
 export function createApp(deps: AppDependencies): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: false });
   // Errors are answered by errorMiddleware; Koa's own handler would only log them twice.
   app.silent = true;
 
-  app.use(async (ctx: AppContext, next) => {
-    const incoming = ctx.get('x-request-id');
-    const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    ctx.state.requestId = requestId;
-    ctx.state.logger = deps.logger.child({ request_id: requestId });
-    ctx.set('X-Request-Id', requestId);
-    const started = process.hrtime.bigint();
-    try {
-      await next();
-    } finally {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      ctx.state.logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
-    }
-  });
+  const metrics = createApiMetrics({ db: deps.db, copyPool: deps.copyPool, queues: deps.queues, logger: deps.logger });
+  app.use(requestLogMiddleware(deps.logger, metrics.http));
   app.use(errorMiddleware);
+  // Before every router and the dashboard, so nothing under /admin is reachable without credentials.
+  app.use(adminAreaMiddleware(deps.config.ADMIN_USER, deps.config.ADMIN_PASSWORD));
+  app.use(queueDashboardMiddleware(deps.queues));
 
   const routers: Router<AppState>[] = [
     healthRouter(deps.db, deps.redis),
     oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS),
     v1Router({ db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier }),
+    v2Router({ db: deps.db, verifier: deps.verifier, notifier: deps.notifier }),
     adminRouter({ config: deps.config, db: deps.db, queues: deps.queues }),
   ];
   for (const router of routers) {
+    app.use(router.routes());
+    app.use(router.allowedMethods());
+  }
+
+  // Operations: Prometheus scrape and the API description.
+  for (const router of [metricsRouter(metrics.registry), docsRouter()]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

@@ -1,19 +1,26 @@
 import type { Server } from 'node:http';
+import type Koa from 'koa';
 import pg from 'pg';
 import { TokenVerifier } from '../shared/auth.service.js';
 import type { Config } from '../shared/config.js';
 import { createDatabase } from '../shared/db.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { OutboxNotifier } from '../shared/outbox-notifier.js';
-import { createQueues } from '../shared/queue.js';
+import { createQueues, settleConnections } from '../shared/queue.js';
 import { createRedis } from '../shared/redis.js';
 import { createApp } from './app.js';
+import type { AppState } from './context.js';
 
 export interface RunningApi {
   server: Server;
+  /** The Koa app, for tests that inspect its routers. */
+  app: Koa<AppState>;
   port: number;
   close(): Promise<void>;
 }
+
+/** How long close() lets in-flight requests run before cutting their connections (below bin/run.ts's grace). */
+const DRAIN_TIMEOUT_MS = 15_000;
 
 /** Starts the HTTP API; `close()` stops accepting connections, lets in-flight requests finish and closes the pools. */
 export async function startApi(config: Config, logger: Logger = createLogger(config.LOG_LEVEL, 'api')): Promise<RunningApi> {
@@ -39,16 +46,31 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   logger.info({ port, host: config.HOST }, 'api listening');
 
   let closing: Promise<void> | undefined;
+  // While closing, answers tell keep-alive clients not to reuse the connection; a busy
+  // client would otherwise keep its connection active and hold the close open.
+  server.on('request', (_request, response) => {
+    if (closing && !response.headersSent) response.setHeader('Connection', 'close');
+  });
   return {
     server,
+    app,
     port,
     close() {
       closing ??= (async () => {
         await new Promise<void>((resolve) => {
+          // No new connections; in-flight requests finish. A keep-alive connection becomes idle
+          // once its response is sent, so idle ones are closed again until none is left.
           server.close(() => resolve());
           server.closeIdleConnections();
+          const sweep = setInterval(() => server.closeIdleConnections(), 50);
+          const cut = setTimeout(() => server.closeAllConnections(), DRAIN_TIMEOUT_MS);
+          server.once('close', () => {
+            clearInterval(sweep);
+            clearTimeout(cut);
+          });
         });
         await verifier.close();
+        await settleConnections(Object.values(queues));
         await Promise.all(Object.values(queues).map((queue) => queue.close()));
         await db.end();
         await copyPool.end();

@@ -45,7 +45,8 @@ async function freePort(): Promise<number> {
 }
 
 function start(script: string, args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn('node_modules/.bin/tsx', [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  // One node process with tsx as a loader, so the pid (and /proc memory) is the real process's.
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return child;
 }

@@ -1,5 +1,7 @@
 import { startApi } from '../api/server.js';
 import { configOrExit, onShutdown } from './run.js';
 
-const api = await startApi(configOrExit());
-onShutdown(() => api.close());
+// Signals are handled from the first moment: a SIGTERM while starting waits for the start, then closes cleanly.
+const starting = startApi(configOrExit());
+onShutdown(async () => (await starting).close());
+await starting;

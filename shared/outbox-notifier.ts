@@ -1,5 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
+import { currentRequestId } from './request-context.js';
 
 /** Jobs for one language collapse into one per window; the worker's sweeper covers anything a lost job would miss. */
 const WINDOW_MS = 50;
@@ -8,6 +9,11 @@ const WINDOW_MS = 50;
  * Wakes the worker for a language after a commit. Never throws and never
  * waits for Redis: the outbox row is already durable, so a failed enqueue only
  * delays the effects until the worker's sweeper finds them.
+ *
+ * Jobs carry the id of the request that enqueued them (taken from the request
+ * context unless given), so a job's log lines can be traced back to the request.
+ * Because jobs of one window collapse, an apply-outbox job names the first
+ * request of its window; every audit entry still carries its own request id.
  */
 export class OutboxNotifier {
   constructor(
@@ -17,17 +23,20 @@ export class OutboxNotifier {
   ) {}
 
   /** Starts a stored bulk file; the worker's sweeper starts it too if this is lost. */
-  notifyBulk(bulkJobId: string): void {
+  notifyBulk(bulkJobId: string, requestId: string | undefined = currentRequestId()): void {
     this.bulkQueue
-      ?.add('process-bulk', { bulkJobId }, { jobId: `bulk-${bulkJobId}-start` })
+      ?.add('process-bulk', withRequestId({ bulkJobId }, requestId), { jobId: `bulk-${bulkJobId}-start` })
       .catch((error: Error) => this.logger.warn({ err: error.message, bulk_job: bulkJobId }, 'enqueue failed; the sweeper will start the bulk job'));
   }
 
-  notify(langKey: number): void {
+  notify(langKey: number, requestId: string | undefined = currentRequestId()): void {
     if (!this.queue) return;
     const window = Math.floor(Date.now() / WINDOW_MS);
     this.queue
-      .add('apply-outbox', { langKey }, { jobId: `apply-${langKey}-${window}` })
+      .add('apply-outbox', withRequestId({ langKey }, requestId), { jobId: `apply-${langKey}-${window}` })
       .catch((error: Error) => this.logger.warn({ err: error.message, lang_key: langKey }, 'enqueue failed; the sweeper will pick the change up'));
   }
 }
+
+const withRequestId = <T extends object>(data: T, requestId: string | undefined): T & { requestId?: string } =>
+  requestId === undefined ? data : { ...data, requestId };

@@ -11,11 +11,12 @@ export const QUEUES = {
 export type QueueKey = keyof typeof QUEUES;
 export type JobName = (typeof QUEUES)[QueueKey]['jobs'][number];
 
+/** `requestId`: the request that caused the job, so its logs can be joined with the API's. */
 export interface JobData {
-  'apply-outbox': { langKey: number };
-  'purge-language': { langKey: number };
-  'purge-expired-tokens': Record<string, never>;
-  'process-bulk': { bulkJobId: string };
+  'apply-outbox': { langKey: number; requestId?: string };
+  'purge-language': { langKey: number; requestId?: string };
+  'purge-expired-tokens': { requestId?: string };
+  'process-bulk': { bulkJobId: string; requestId?: string };
 }
 
 /** Failed work retries with backoff; finished jobs are trimmed by age and count. */
@@ -35,4 +36,22 @@ export function createQueues(connection: ConnectionOptions, prefix: string, onEr
   // Without a listener an 'error' event would be printed to stderr on every reconnect attempt.
   for (const queue of Object.values(queues)) queue.on('error', onError);
   return queues;
+}
+
+/**
+ * Waits (at most `ms`) until the queues' Redis connections have finished
+ * connecting, successfully or not. BullMQ drops its error listeners when a
+ * queue on a shared connection closes; if the connection was still being set
+ * up, disconnecting it afterwards rejects that setup with no listener left,
+ * which would crash the process during shutdown.
+ */
+export async function settleConnections(queues: Array<{ client: Promise<unknown> }>, ms = 2_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled(queues.map((queue) => queue.client)),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
 }

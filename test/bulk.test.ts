@@ -1,11 +1,10 @@
-import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { httpRequest, startEnvironment, type TestEnvironment } from './support/harness.js';
-import { freePort, spawnWorker, stopProcess } from './support/processes.js';
+import { freePort, spawnEntryPoint, spawnWorker, stopProcess } from './support/processes.js';
 
 let env: TestEnvironment;
 let token: string;
@@ -234,9 +233,13 @@ describe('when a 100 MB file is streamed', () => {
   it("should store it without the API process's memory growing with it", async () => {
     await createLanguage('bulk-big');
     const port = await freePort();
-    const api = spawn('node_modules/.bin/tsx', ['bin/api.ts'], {
-      env: { ...process.env, DATABASE_URL: env.config.DATABASE_URL, REDIS_URL: env.config.REDIS_URL, PORT: String(port), HOST: '127.0.0.1', QUEUE_PREFIX: env.config.QUEUE_PREFIX, LOG_LEVEL: 'silent' },
-      stdio: 'ignore',
+    const api = spawnEntryPoint('bin/api.ts', {
+      DATABASE_URL: env.config.DATABASE_URL,
+      REDIS_URL: env.config.REDIS_URL,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      QUEUE_PREFIX: env.config.QUEUE_PREFIX,
+      LOG_LEVEL: 'silent',
     });
     try {
       const baseUrl = `http://127.0.0.1:${port}`;

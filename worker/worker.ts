@@ -2,9 +2,12 @@ import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../shared/config.js';
 import { createDatabase } from '../shared/db.js';
 import { createLogger, type Logger } from '../shared/logger.js';
-import { createQueues, QUEUES, type JobName, type QueueKey } from '../shared/queue.js';
+import { createQueues, QUEUES, settleConnections, type JobName, type QueueKey } from '../shared/queue.js';
 import { OutboxNotifier } from '../shared/outbox-notifier.js';
 import { createRedis } from '../shared/redis.js';
+import type { Redis } from 'ioredis';
+import { createJobMetrics, createMetricsRegistry, registerPoolMetrics, serveMetrics, slonikPoolUsage } from '../shared/metrics.service.js';
+import { runWithRequestContext } from '../shared/request-context.js';
 import { listLanguagesPendingPurge } from '../shared/repositories/language.repository.js';
 import { languagesWithPendingChanges } from './effects/effects.repository.js';
 import { unfinishedBulkJobs } from '../shared/repositories/bulk.repository.js';
@@ -12,11 +15,20 @@ import { assertRegistryComplete, processors } from './processors/index.js';
 import type { Processor, ProcessorContext } from './processors/processor.js';
 
 export interface RunningWorker {
+  /** Port of this worker's GET /metrics. */
+  metricsPort: number;
   /** Stops taking jobs, waits for active ones (bounded), closes connections. */
   close(): Promise<void>;
 }
 
 const SWEEP_INTERVAL_MS = 250;
+
+/**
+ * How long close() waits for active jobs before abandoning them (below bin/run.ts's
+ * grace). An abandoned job's lock expires and another worker takes it over as stalled;
+ * jobs are idempotent, so that is safe, only slower.
+ */
+const CLOSE_TIMEOUT_MS = 15_000;
 
 const queueConcurrency = (key: QueueKey): number => {
   const definition = QUEUES[key];
@@ -36,27 +48,57 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
   const queues = createQueues(connection, config.QUEUE_PREFIX, (error) => logger.debug({ err: error.message }, 'queue error'));
   const context: ProcessorContext = { db, logger, notifier: new OutboxNotifier(queues.effects, logger) };
 
-  const dispatch = async (job: Job) => {
+  const registry = createMetricsRegistry('worker');
+  const jobMetrics = createJobMetrics(registry);
+  registerPoolMetrics(registry, { worker: slonikPoolUsage(db) });
+  const metricsServer = await serveMetrics(registry, config.WORKER_METRICS_PORT, config.HOST, logger);
+
+  const dispatcher = (queue: string) => async (job: Job) => {
     const processor = processors[job.name as JobName] as Processor<JobName> | undefined;
     if (!processor) throw new UnrecoverableError(`Unknown job name ${job.name}`);
-    return processor(job as never, { ...context, logger: logger.child({ job: job.name, job_id: job.id }) });
+    const requestId = typeof job.data?.requestId === 'string' ? (job.data.requestId as string) : undefined;
+    const jobLogger = logger.child({ job: job.name, job_id: job.id, request_id: requestId });
+    const labels = { queue, name: job.name };
+    const attempt = job.attemptsMade + 1;
+    const started = process.hrtime.bigint();
+    let outcome = 'failed';
+    try {
+      // Jobs this job enqueues (a bulk slice waking the applier) carry the same request id.
+      const run = () => processor(job as never, { ...context, logger: jobLogger });
+      const result = await (requestId === undefined ? run() : runWithRequestContext({ requestId }, run));
+      outcome = 'completed';
+      return result;
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      jobMetrics.duration.observe({ ...labels, outcome }, seconds);
+      jobMetrics.attempts.observe({ ...labels, outcome }, attempt);
+      // Failures are logged at warn by the 'failed' listener below.
+      jobLogger.debug({ outcome, attempt, duration_ms: Math.round(seconds * 1e6) / 1e3 }, 'job done');
+    }
   };
 
+  const workerConnections: Redis[] = [];
   const workers = (Object.keys(QUEUES) as QueueKey[]).map((key) => {
-    const worker = new Worker(QUEUES[key].name, dispatch, {
-      connection: createRedis(config.REDIS_URL, 'worker'),
+    const workerConnection = createRedis(config.REDIS_URL, 'worker');
+    // Reconnects by itself; without a listener ioredis prints every failed attempt to stderr.
+    workerConnection.on('error', (error) => logger.debug({ err: error.message }, 'worker redis connection error'));
+    workerConnections.push(workerConnection);
+    const worker = new Worker(QUEUES[key].name, dispatcher(QUEUES[key].name), {
+      connection: workerConnection,
       prefix: config.QUEUE_PREFIX,
       concurrency: Math.min(config.WORKER_CONCURRENCY, queueConcurrency(key)),
     });
-    worker.on('failed', (job, error) => logger.warn({ job: job?.name, job_id: job?.id, err: error.message }, 'job failed'));
+    worker.on('failed', (job, error) =>
+      logger.warn({ job: job?.name, job_id: job?.id, request_id: job?.data?.requestId, attempts: job?.attemptsMade, err: error.message }, 'job failed'),
+    );
     worker.on('error', (error) => logger.warn({ err: error.message }, 'worker error'));
     return worker;
   });
 
-  let sweeping = false;
-  const sweep = async () => {
-    if (sweeping) return;
-    sweeping = true;
+  // One sweep at a time; a tick during a slow sweep joins the running one.
+  let sweeping: Promise<void> | undefined;
+  const sweep = () => (sweeping ??= sweepOnce().finally(() => (sweeping = undefined)));
+  const sweepOnce = async () => {
     try {
       const window = Math.floor(Date.now() / 1_000);
       for (const langKey of await languagesWithPendingChanges(db)) {
@@ -71,8 +113,6 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
       }
     } catch (error) {
       logger.warn({ err: (error as Error).message }, 'sweep failed; retrying');
-    } finally {
-      sweeping = false;
     }
   };
   const timer = setInterval(() => void sweep(), SWEEP_INTERVAL_MS);
@@ -80,20 +120,44 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
   await queues.maintenance
     .upsertJobScheduler('purge-expired-tokens', { every: 15 * 60_000 }, { name: 'purge-expired-tokens', data: {} })
     .catch((error: Error) => logger.warn({ err: error.message }, 'could not schedule token purge'));
-  logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker started');
+  logger.info({ concurrency: config.WORKER_CONCURRENCY, metrics_port: metricsServer.port }, 'worker started');
 
   let closing: Promise<void> | undefined;
   return {
+    metricsPort: metricsServer.port,
     close() {
       closing ??= (async () => {
         clearInterval(timer);
-        await Promise.all(workers.map((worker) => worker.close()));
+        // A sweep still running would find its pool closed under it.
+        await sweeping;
+        await settleConnections([...workers, ...Object.values(queues)]);
+        await closeWithin(
+          Promise.all(workers.map((worker) => worker.close())).catch((error: Error) => logger.warn({ err: error.message }, 'closing a worker failed')),
+          CLOSE_TIMEOUT_MS,
+          async () => {
+            logger.warn({ timeout_ms: CLOSE_TIMEOUT_MS }, 'active jobs did not finish in time; leaving them to another worker');
+            await Promise.all(workers.map((worker) => worker.close(true)));
+          },
+        );
         await Promise.all(Object.values(queues).map((queue) => queue.close()));
         connection.disconnect();
+        for (const workerConnection of workerConnections) workerConnection.disconnect();
+        await metricsServer.close();
         await db.end();
         logger.info('worker stopped');
       })();
       return closing;
     },
   };
+}
+
+/** Waits for `work`; after `ms` runs `fallback` instead of waiting longer. */
+async function closeWithin(work: Promise<unknown>, ms: number, fallback: () => Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<'expired'>((resolve) => {
+    timer = setTimeout(() => resolve('expired'), ms);
+  });
+  const outcome = await Promise.race([work.then(() => 'done' as const), expired]);
+  clearTimeout(timer);
+  if (outcome === 'expired') await fallback();
 }

@@ -19,3 +19,16 @@ export function adminAuthMiddleware(user: string, password: string | undefined) 
     return next();
   };
 }
+
+// Case-insensitive because @koa/router matches paths case-insensitively: /ADMIN/api/... reaches the admin routes.
+const ADMIN_AREA = /^\/admin(?:\/|$)/i;
+
+/**
+ * Guards the whole /admin area at the app level, before any router or the
+ * queue dashboard (which is a mounted Koa app, not a router) sees the request,
+ * so an unknown /admin path is a 401 too rather than a hint of what exists.
+ */
+export function adminAreaMiddleware(user: string, password: string | undefined) {
+  const authenticate = adminAuthMiddleware(user, password);
+  return (ctx: AppContext, next: Next) => (ADMIN_AREA.test(ctx.path) ? authenticate(ctx, next) : next());
+}

@@ -2,9 +2,13 @@ import Router from '@koa/router';
 import type { Queue } from 'bullmq';
 import type { Config } from '../../shared/config.js';
 import type { Database } from '../../shared/db.js';
+import { HttpStatusError } from '../../shared/errors.js';
+import { AuditHorizonTimeoutError, listAuditEntries } from '../../shared/repositories/audit.repository.js';
 import { outboxCounts } from '../../shared/repositories/status.repository.js';
+import { parseOrThrow } from '../../shared/validation.js';
 import type { AppContext, AppState } from '../context.js';
 import { adminAuthMiddleware } from '../middleware/admin-auth.middleware.js';
+import { AUDIT_DEFAULT_LIMIT, auditQuerySchema } from '../schemas/admin.schema.js';
 
 export interface AdminDependencies {
   config: Config;
@@ -14,6 +18,7 @@ export interface AdminDependencies {
 
 export function adminRouter({ config, db, queues }: AdminDependencies) {
   const router = new Router<AppState>({ prefix: '/admin' });
+  // The app guards all of /admin already (adminAreaMiddleware); this keeps the router safe when mounted on its own.
   router.use(adminAuthMiddleware(config.ADMIN_USER, config.ADMIN_PASSWORD));
 
   /** pending: accepted changes whose effects are not applied yet; failed: set-aside changes plus failed jobs. */
@@ -21,6 +26,23 @@ export function adminRouter({ config, db, queues }: AdminDependencies) {
     const counts = await outboxCounts(db);
     const failedJobs = await Promise.all(queues.map((queue) => queue.getFailedCount().catch(() => 0)));
     ctx.body = { pending: counts.pending, failed: counts.failed + failedJobs.reduce((sum, count) => sum + count, 0) };
+  });
+
+  router.get('/api/audit', async (ctx: AppContext) => {
+    const query = parseOrThrow(auditQuerySchema, { ...ctx.query });
+    try {
+      const page = await listAuditEntries(db, {
+        languageId: query.language_id,
+        kind: query.kind,
+        recordId: query.record_id,
+        after: query.after ?? 0,
+        limit: query.limit ?? AUDIT_DEFAULT_LIMIT,
+      });
+      ctx.body = { data: page.entries, next_after: page.nextAfter };
+    } catch (error) {
+      if (error instanceof AuditHorizonTimeoutError) throw new HttpStatusError(503, 'The audit log is being written; retry shortly', { 'Retry-After': '1' });
+      throw error;
+    }
   });
 
   return router;

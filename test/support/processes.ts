@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import net from 'node:net';
 import type { Config } from '../../shared/config.js';
 
@@ -38,23 +38,32 @@ export async function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 
   if (child.exitCode !== null || child.signalCode !== null) return;
   await new Promise<void>((resolve) => {
     child.once('exit', () => resolve());
-    child.kill(signal);
+    signalProcess(child, signal);
   });
+}
+
+/**
+ * Runs a TypeScript entry point as ONE node process (tsx as a loader), so the
+ * child's pid is the real process: a SIGKILL kills it, /proc shows its memory.
+ * (`node_modules/.bin/tsx` would be a wrapper with the real process as its child.)
+ */
+export function spawnEntryPoint(script: string, env: Record<string, string>, stdio: SpawnOptions['stdio'] = 'ignore'): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, ...env }, stdio });
+}
+
+export function signalProcess(child: ChildProcess, signal: NodeJS.Signals): void {
+  child.kill(signal);
 }
 
 /** The real worker entry point (`bin/worker.ts`) as a separate process. */
 export function spawnWorker(config: Config, extraEnv: Record<string, string> = {}): ChildProcess {
-  return spawn('node_modules/.bin/tsx', ['bin/worker.ts'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: config.DATABASE_URL,
-      REDIS_URL: config.REDIS_URL,
-      QUEUE_PREFIX: config.QUEUE_PREFIX,
-      LOG_LEVEL: 'silent',
-      WORKER_CONCURRENCY: '2',
-      WORKER_METRICS_PORT: '0',
-      ...extraEnv,
-    },
-    stdio: 'ignore',
+  return spawnEntryPoint('bin/worker.ts', {
+    DATABASE_URL: config.DATABASE_URL,
+    REDIS_URL: config.REDIS_URL,
+    QUEUE_PREFIX: config.QUEUE_PREFIX,
+    LOG_LEVEL: 'silent',
+    WORKER_CONCURRENCY: '2',
+    WORKER_METRICS_PORT: '0',
+    ...extraEnv,
   });
 }

@@ -1,0 +1,34 @@
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { KoaAdapter } from '@bull-board/koa';
+import type { Queue } from 'bullmq';
+import type { Middleware } from 'koa';
+
+export const QUEUE_DASHBOARD_PATH = '/admin/queues';
+
+export const isQueueDashboardPath = (path: string) => path === QUEUE_DASHBOARD_PATH || path.startsWith(`${QUEUE_DASHBOARD_PATH}/`);
+
+/**
+ * The bull-board dashboard for every queue the service uses: job details and
+ * retrying failed jobs. It is a Koa app of its own mounted at /admin/queues; it
+ * does no authentication, so it must be installed behind adminAreaMiddleware.
+ */
+export function queueDashboardMiddleware(queues: Queue[]): Middleware {
+  const serverAdapter = new KoaAdapter();
+  serverAdapter.setBasePath(QUEUE_DASHBOARD_PATH);
+  createBullBoard({
+    queues: queues.map((queue) => new BullMQAdapter(queue, { allowRetries: true })),
+    serverAdapter,
+    options: { uiConfig: { boardTitle: 'commerce-sync' } },
+  });
+  const dashboard = serverAdapter.registerPlugin() as Middleware;
+  return async (ctx, next) => {
+    if (!isQueueDashboardPath(ctx.path)) return next();
+    await dashboard(ctx, next);
+    // The page links a web font from a third-party CDN; an admin page should not call out
+    // (and may run where there is no internet). It falls back to the system fonts.
+    if (typeof ctx.body === 'string' && ctx.response.is('html')) ctx.body = ctx.body.replace(THIRD_PARTY_FONTS, '');
+  };
+}
+
+const THIRD_PARTY_FONTS = /<link[^>]+href="https:\/\/fonts\.googleapis\.com[^>]*>\s*/g;

@@ -1,0 +1,145 @@
+import type { OpenAPIRegistry, ResponseConfig } from '@asteasolutions/zod-to-openapi';
+import type { ZodTypeAny } from 'zod';
+import { GENERIC_500_BODY } from '../../shared/errors.js';
+import { z } from './zod-openapi.js';
+
+/*
+ * Building blocks shared by every interface's OpenAPI paths: the error bodies
+ * of CONTRACT 3, 4, 9 and 11 and the security schemes. An interface (v1, v2,
+ * admin, ...) describes its operations with these so that one error looks the
+ * same everywhere in the document.
+ */
+
+const parameterList = (description: string) => z.array(z.string()).min(1).openapi({ description });
+
+export const messageErrorSchema = z
+  .object({ error: z.object({ message: z.string() }) })
+  .openapi('MessageError', { description: 'An error with a message, e.g. malformed JSON, an unknown language, 413, 415' });
+
+export const missingParametersErrorSchema = z
+  .object({ error: z.object({ message: z.string(), missing_parameters: parameterList('Paths of the required fields that are missing, e.g. `name`, `products[0].id`') }) })
+  .openapi('MissingParametersError');
+
+export const unknownParametersErrorSchema = z
+  .object({ error: z.object({ message: z.string(), unknown_parameters: parameterList('Paths of the fields that are not part of the record') }) })
+  .openapi('UnknownParametersError');
+
+export const invalidParametersErrorSchema = z
+  .object({ error: z.object({ message: z.string(), invalid_parameters: parameterList('Paths of the fields with a wrong type or format') }) })
+  .openapi('InvalidParametersError');
+
+export const plainErrorSchema = z
+  .object({ error: z.string() })
+  .openapi('PlainError', { description: 'An error as a bare message, e.g. a record not found or a missing token' });
+
+export const serverErrorSchema = z
+  .object({ error: z.literal(GENERIC_500_BODY.error) })
+  .openapi('ServerError', { description: 'Never carries a stack trace, SQL or a secret' });
+
+export const oauthErrorSchema = z
+  .object({
+    error: z.enum(['invalid_request', 'invalid_client', 'unsupported_grant_type', 'server_error']),
+    error_description: z.string(),
+  })
+  .openapi('OAuthError', { description: 'RFC 6749 5.2 error response' });
+
+/** Every 400 body a validated request can get: a class of parameter problem, or a plain message (malformed JSON). */
+export const badRequestSchema = z
+  .union([missingParametersErrorSchema, unknownParametersErrorSchema, invalidParametersErrorSchema, messageErrorSchema])
+  .openapi('BadRequestError');
+
+export const json = (schema: ZodTypeAny) => ({ 'application/json': { schema } });
+
+const header = (description: string) => ({ schema: { type: 'string' as const }, description });
+
+/** Error responses by name; an operation lists the ones it can answer with `errors(...)`. */
+export const ERROR_RESPONSES = {
+  badRequest: { status: 400, response: { description: 'Missing, unknown or invalid parameters, or a malformed body', content: json(badRequestSchema) } },
+  unauthorized: {
+    status: 401,
+    response: {
+      description: 'Missing, unknown, expired or revoked bearer token',
+      headers: { 'WWW-Authenticate': header('`Bearer realm="api", error="invalid_token"`') },
+      content: json(plainErrorSchema),
+    },
+  },
+  languageNotFound: { status: 404, response: { description: 'The language does not exist for this account', content: json(messageErrorSchema) } },
+  recordNotFound: { status: 404, response: { description: 'The record does not exist, e.g. `{"error":"Product not found"}`', content: json(plainErrorSchema) } },
+  notFound: {
+    status: 404,
+    response: { description: 'The language (`{"error":{"message":...}}`) or the record (`{"error":"... not found"}`) does not exist', content: json(z.union([messageErrorSchema, plainErrorSchema])) },
+  },
+  tooLarge: { status: 413, response: { description: 'The body is larger than 1 MiB', content: json(messageErrorSchema) } },
+  unsupportedMediaType: { status: 415, response: { description: 'The body is not JSON', content: json(messageErrorSchema) } },
+  serverError: { status: 500, response: { description: 'Unexpected failure', content: json(serverErrorSchema) } },
+  adminUnauthorized: {
+    status: 401,
+    response: {
+      description: 'Missing or wrong admin credentials (bearer tokens never open /admin)',
+      headers: { 'WWW-Authenticate': header('`Basic realm="admin", charset="UTF-8"`') },
+      content: json(plainErrorSchema),
+    },
+  },
+  adminDisabled: { status: 503, response: { description: 'ADMIN_PASSWORD is not set: the admin interface is disabled', content: json(plainErrorSchema) } },
+} satisfies Record<string, { status: number; response: ResponseConfig }>;
+
+export type ErrorResponseName = keyof typeof ERROR_RESPONSES;
+
+/** The named error responses keyed by status (two names with one status must not be combined). */
+export function errors(...names: ErrorResponseName[]): Record<string, ResponseConfig> {
+  const out: Record<string, ResponseConfig> = {};
+  for (const name of names) {
+    const { status, response } = ERROR_RESPONSES[name];
+    if (out[status]) throw new Error(`OpenAPI: two error responses for status ${status} (${name})`);
+    out[status] = response;
+  }
+  return out;
+}
+
+/** The errors every bearer-protected JSON write can answer. */
+export const WRITE_ERRORS: ErrorResponseName[] = ['badRequest', 'unauthorized', 'languageNotFound', 'tooLarge', 'unsupportedMediaType', 'serverError'];
+
+type SecurityRequirement = Record<string, string[]>[];
+
+export const SECURITY: Record<'bearer' | 'admin' | 'client', SecurityRequirement> = {
+  bearer: [{ bearerAuth: [] }],
+  admin: [{ adminBasic: [] }],
+  // HTTP Basic (client_secret_basic) or nothing (client_secret_post puts the credentials in the body).
+  client: [{ clientBasic: [] }, {}],
+};
+
+export function registerSecuritySchemes(registry: OpenAPIRegistry): void {
+  registry.registerComponent('securitySchemes', 'bearerAuth', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'An access token from POST /oauth/token',
+  });
+  registry.registerComponent('securitySchemes', 'clientBasic', {
+    type: 'http',
+    scheme: 'basic',
+    description: 'client_id:client_secret (client_secret_basic); client_secret_post sends them in the body instead',
+  });
+  registry.registerComponent('securitySchemes', 'adminBasic', {
+    type: 'http',
+    scheme: 'basic',
+    description: 'ADMIN_USER:ADMIN_PASSWORD',
+  });
+}
+
+/** `/a/:b` (a @koa/router path) as an OpenAPI path `/a/{b}`. */
+export const toOpenApiPath = (routerPath: string): string => routerPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+
+/** Path parameters of an OpenAPI path, as strings with a description each. */
+export function pathParams(descriptions: Record<string, string>) {
+  return z.object(Object.fromEntries(Object.entries(descriptions).map(([name, description]) => [name, z.string().openapi({ description })])));
+}
+
+/** A page of a list (CONTRACT 8): `{"data":[...],"meta":{"current_page","per_page","total"}}`. */
+export const paginated = (item: ZodTypeAny) =>
+  z.object({
+    data: z.array(item),
+    meta: z.object({ current_page: z.number().int(), per_page: z.number().int(), total: z.number().int() }),
+  });
+
+/** A 204 answer, e.g. a v2 DELETE or an assignment. */
+export const NO_CONTENT: ResponseConfig = { description: 'Done; no body' };

@@ -1,0 +1,192 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { ZodTypeAny } from 'zod';
+import { languageSchema, languageWriteSchema } from '../../shared/schemas/language.schema.js';
+import { dateTimeSchema, idListSchema, idSchema } from '../../shared/schemas/primitives.js';
+import { KINDS, RECORD_KINDS, type RecordKind } from '../../shared/schemas/record-kinds.js';
+import { errors, json, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
+import { z } from './zod-openapi.js';
+
+const pascal = (kind: string) => kind.replace(/(^|_)([a-z])/g, (_, __, letter: string) => letter.toUpperCase());
+
+/**
+ * How a validated input field reads back in a response: ids become strings
+ * (CONTRACT 2), date-times UTC strings, and every field is present, null when unset.
+ */
+function responseView(schema: ZodTypeAny): ZodTypeAny {
+  if (schema === idSchema) return z.string();
+  if (schema === idListSchema) return z.array(z.string());
+  if (schema === dateTimeSchema) return z.string().openapi({ format: 'date-time' });
+  if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) return responseView(schema.unwrap()).nullable();
+  if (schema instanceof z.ZodArray) return z.array(responseView(schema.element));
+  if (schema instanceof z.ZodObject) {
+    return z.object(Object.fromEntries(Object.entries(schema.shape as Record<string, ZodTypeAny>).map(([name, field]) => [name, responseView(field)])));
+  }
+  return schema;
+}
+
+/** The saved record of a v1 response, derived from the kind's write schema (see presentRecord in record.service). */
+export function v1RecordResponseSchema(kind: RecordKind) {
+  const definition = KINDS[kind];
+  const shape = (definition.schema as z.AnyZodObject).shape as Record<string, ZodTypeAny>;
+  const fields: Record<string, ZodTypeAny> = { id: z.string() };
+  for (const field of definition.dataFields) fields[field] = responseView(shape[field]!).nullable();
+  if (definition.timestamps.created) fields['created_at'] = z.string().openapi({ format: 'date-time' });
+  if (definition.timestamps.updated) fields['updated_at'] = z.string().openapi({ format: 'date-time' });
+  // List fields are shown only when the write sent them.
+  for (const list of definition.lists) fields[list.field] = z.array(z.string()).optional().openapi({ description: 'Only when the write sent it' });
+  return z.object(fields).openapi(`${pascal(kind)}V1`);
+}
+
+const envelope = (key: string, schema: ZodTypeAny) => z.object({ [key]: schema }).strict();
+
+const saved = (key: string, record: ZodTypeAny, resource: string, verb: 'saved' | 'deleted') =>
+  z.object({ [key]: record, message: z.string().openapi({ example: `${resource} successfully ${verb}` }) });
+
+const languageParams = pathParams({ language_id: 'The language id (its own `id`, not its code)' });
+
+export const bulkJobSchema = z
+  .object({
+    id: z.string().uuid(),
+    status: z.enum(['queued', 'running', 'completed', 'failed']),
+    lines: z.number().int(),
+    saved: z.number().int(),
+    failed: z.number().int(),
+    errors: z.array(z.object({ line: z.number().int(), error: z.unknown() })).openapi({ description: 'The first 1,000 line errors; all of them at .../errors' }),
+    created_at: z.string().openapi({ format: 'date-time' }),
+    finished_at: z.string().nullable().openapi({ format: 'date-time' }),
+  })
+  .openapi('BulkJob');
+
+/** Every /api/v1 operation. */
+export function registerV1Paths(registry: OpenAPIRegistry): void {
+  const tags = ['v1'];
+  const security = SECURITY.bearer;
+
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/languages',
+    operationId: 'v1SaveLanguage',
+    summary: 'Create or update a language (also at /api/v1/languages/)',
+    tags,
+    security,
+    request: { body: { required: true, content: json(envelope('language', languageWriteSchema.openapi('LanguageWrite'))) } },
+    responses: {
+      200: { description: 'Saved', content: json(saved('language', languageSchema.openapi('Language'), 'Language', 'saved')) },
+      ...errors('badRequest', 'unauthorized', 'tooLarge', 'unsupportedMediaType', 'serverError'),
+    },
+  });
+
+  registry.registerPath({
+    method: 'delete',
+    path: '/api/v1/languages/{language_id}',
+    operationId: 'v1DeleteLanguage',
+    summary: 'Delete a language and, in the background, every record in it (an unknown id also answers 200)',
+    tags,
+    security,
+    request: { params: languageParams },
+    responses: {
+      200: { description: 'Deleted', content: json(saved('language', languageSchema.partial().required({ id: true }), 'Language', 'deleted')) },
+      ...errors('unauthorized', 'serverError'),
+    },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/languages/{language_id}/profiles',
+    operationId: 'v1GetProfile',
+    summary: 'Find a profile by id or, failing that, by email (case-insensitive)',
+    tags,
+    security,
+    request: {
+      params: languageParams,
+      query: z.object({ id: z.string().min(1).max(255).optional(), email: z.string().min(1).max(320).optional() }),
+    },
+    responses: {
+      200: { description: 'The profile', content: json(z.object({ profile: v1RecordResponseSchema('profile') })) },
+      ...errors('badRequest', 'unauthorized', 'notFound', 'serverError'),
+    },
+  });
+
+  const bulkParams = pathParams({ language_id: 'The language id', job_id: 'The bulk job id from the upload' });
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/languages/{language_id}/bulk',
+    operationId: 'v1BulkUpload',
+    summary: 'Upload an NDJSON file of writes, applied in line order in the background',
+    description: 'Each line is a v1 write body (`{"product":{...}}`) or a delete (`{"delete":{"kind":"product","id":"P1"}}`).',
+    tags,
+    security,
+    request: {
+      params: languageParams,
+      body: { required: true, content: { 'application/x-ndjson': { schema: z.string().openapi({ description: 'One JSON object per line' }) } } },
+    },
+    responses: {
+      202: {
+        description: 'Stored; Location names the job',
+        headers: { Location: { schema: { type: 'string' }, description: 'The job URL' } },
+        content: json(z.object({ bulk_job: bulkJobSchema })),
+      },
+      ...errors('badRequest', 'unauthorized', 'languageNotFound', 'unsupportedMediaType', 'serverError'),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/languages/{language_id}/bulk/{job_id}',
+    operationId: 'v1GetBulkJob',
+    summary: 'Progress and first errors of a bulk upload',
+    tags,
+    security,
+    request: { params: bulkParams },
+    responses: {
+      200: { description: 'The job', content: json(z.object({ bulk_job: bulkJobSchema })) },
+      ...errors('unauthorized', 'notFound', 'serverError'),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/languages/{language_id}/bulk/{job_id}/errors',
+    operationId: 'v1ListBulkErrors',
+    summary: 'Every line error of a bulk upload, as NDJSON',
+    tags,
+    security,
+    request: { params: bulkParams },
+    responses: {
+      200: { description: 'One `{"line":N,"error":...}` per line', content: { 'application/x-ndjson': { schema: z.string() } } },
+      ...errors('unauthorized', 'notFound', 'serverError'),
+    },
+  });
+
+  for (const kind of RECORD_KINDS) {
+    const { segment, resource, schema } = KINDS[kind];
+    const record = v1RecordResponseSchema(kind);
+    registry.registerPath({
+      method: 'post',
+      path: `/api/v1/languages/{language_id}/${segment}`,
+      operationId: `v1Save${pascal(kind)}`,
+      summary: `Create or update a ${resource.toLowerCase()} (merging: omitted fields keep their values)`,
+      tags,
+      security,
+      request: {
+        params: languageParams,
+        body: { required: true, content: json(envelope(kind, schema.openapi(`${pascal(kind)}V1Write`))) },
+      },
+      responses: {
+        200: { description: 'Saved; related stubs, links and cascades follow from the queue', content: json(saved(kind, record, resource, 'saved')) },
+        ...errors(...WRITE_ERRORS),
+      },
+    });
+    registry.registerPath({
+      method: 'delete',
+      path: `/api/v1/languages/{language_id}/${segment}/{record_id}`,
+      operationId: `v1Delete${pascal(kind)}`,
+      summary: `Delete a ${resource.toLowerCase()}`,
+      tags,
+      security,
+      request: { params: pathParams({ language_id: 'The language id', record_id: `The ${resource.toLowerCase()} id` }) },
+      responses: {
+        200: { description: 'Deleted', content: json(saved(kind, record, resource, 'deleted')) },
+        ...errors('unauthorized', 'notFound', 'serverError'),
+      },
+    });
+  }
+}

@@ -1,0 +1,80 @@
+import { createReadStream } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import Router from '@koa/router';
+import { buildOpenApiDocument, type OpenApiDocument } from '../openapi.js';
+import type { AppContext, AppState } from '../context.js';
+
+const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+
+/** The only files /docs serves from swagger-ui-dist: everything the page needs, nothing from a CDN. */
+const ASSETS: Record<string, string> = {
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'index.css': 'text/css; charset=utf-8',
+  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+  'swagger-ui-standalone-preset.js': 'text/javascript; charset=utf-8',
+  'favicon-32x32.png': 'image/png',
+  'favicon-16x16.png': 'image/png',
+};
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Commerce data synchronisation service: API</title>
+  <link rel="stylesheet" href="/docs/swagger-ui.css">
+  <link rel="stylesheet" href="/docs/index.css">
+  <link rel="icon" type="image/png" href="/docs/favicon-32x32.png" sizes="32x32">
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="/docs/swagger-ui-bundle.js"></script>
+  <script src="/docs/swagger-ui-standalone-preset.js"></script>
+  <script src="/docs/init.js"></script>
+</body>
+</html>
+`;
+
+// validatorUrl: null, or Swagger UI would load a badge from validator.swagger.io.
+const INIT = `window.ui = SwaggerUIBundle({
+  url: '/openapi.json',
+  dom_id: '#swagger-ui',
+  deepLinking: true,
+  validatorUrl: null,
+  presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
+  layout: 'StandaloneLayout',
+});
+`;
+
+/** /openapi.json, and /docs rendering it with Swagger UI assets served from node_modules. */
+export function docsRouter() {
+  const router = new Router<AppState>();
+  let document: OpenApiDocument | undefined;
+
+  router.get('/openapi.json', (ctx: AppContext) => {
+    // Built on first use, after every router module has registered its paths.
+    document ??= buildOpenApiDocument();
+    ctx.body = document;
+  });
+
+  router.get('/docs', (ctx: AppContext) => {
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = PAGE;
+  });
+
+  router.get('/docs/:asset', (ctx: AppContext) => {
+    const asset = ctx.params['asset']!;
+    if (asset === 'init.js') {
+      ctx.type = 'text/javascript; charset=utf-8';
+      ctx.body = INIT;
+      return;
+    }
+    const type = ASSETS[asset];
+    if (!type) return; // 404 from the error middleware
+    ctx.type = type;
+    ctx.set('Cache-Control', 'public, max-age=86400');
+    ctx.body = createReadStream(path.join(SWAGGER_UI_DIR, asset));
+  });
+
+  return router;
+}

@@ -1,0 +1,42 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ARTIFACTS, launchBrowser, type Browser } from './support/browser.js';
+import { startEnvironment, type TestEnvironment } from './support/harness.js';
+
+describe('when a person opens /docs in a browser', () => {
+  let env: TestEnvironment;
+  let browser: Browser;
+  let page: Page;
+  const offSite: string[] = [];
+
+  beforeAll(async () => {
+    env = await startEnvironment({ worker: false });
+    await mkdir(ARTIFACTS, { recursive: true });
+    browser = await launchBrowser();
+    page = browser.context.pages()[0] ?? (await browser.context.newPage());
+    page.on('request', (outgoing) => {
+      if (!outgoing.url().startsWith(env.baseUrl) && !outgoing.url().startsWith('data:')) offSite.push(outgoing.url());
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await env?.close();
+  });
+
+  it('should render every tag and the token operation from /openapi.json', async () => {
+    const response = await page.goto(`${env.baseUrl}/docs`);
+    expect(response?.status()).toBe(200);
+    await expect.poll(() => page.locator('.opblock').count(), { timeout: 15_000 }).toBeGreaterThan(20);
+    for (const tag of ['oauth', 'v1', 'admin', 'operations']) {
+      expect(await page.locator(`.opblock-tag[data-tag="${tag}"]`).count(), tag).toBe(1);
+    }
+    expect(await page.getByText('/oauth/token', { exact: true }).first().isVisible()).toBe(true);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'docs.png') });
+  });
+
+  it('should load nothing from another site', () => {
+    expect(offSite).toEqual([]);
+  });
+});

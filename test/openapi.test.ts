@@ -1,0 +1,238 @@
+import type Router from '@koa/router';
+import type { ZodTypeAny } from 'zod';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  invalidParametersErrorSchema,
+  messageErrorSchema,
+  missingParametersErrorSchema,
+  plainErrorSchema,
+  serverErrorSchema,
+  toOpenApiPath,
+  unknownParametersErrorSchema,
+} from '../api/openapi.js';
+import { tokenResponseSchema } from '../api/openapi/oauth.openapi.js';
+import { v1RecordResponseSchema } from '../api/openapi/v1.openapi.js';
+import { QUEUE_DASHBOARD_PATH } from '../api/middleware/queue-dashboard.middleware.js';
+import { auditPageSchema, syncStatusSchema } from '../api/schemas/admin.schema.js';
+import { KINDS, RECORD_KINDS, type RecordKind } from '../shared/schemas/record-kinds.js';
+import { startEnvironment, type TestEnvironment } from './support/harness.js';
+
+/*
+ * What the document covers: every route of every @koa/router in the app, with
+ * two exceptions that are not API operations: the Swagger UI assets under
+ * /docs/{asset}, and the queue dashboard's internals (its page is documented as
+ * GET /admin/queues; its JSON calls and assets are a mounted app of bull-board's,
+ * not a router of ours). Health probes, /metrics, /openapi.json and /docs are in
+ * the document. A trailing-slash alias (/api/v1/languages/) counts as its path.
+ */
+const UNDOCUMENTED = new Set(['GET /docs/{asset}']);
+/** Served by mounted Koa apps rather than routers: only their entry pages are operations. */
+const MOUNTED = [`GET ${QUEUE_DASHBOARD_PATH}`];
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
+
+interface Layer {
+  path: string | RegExp;
+  methods: string[];
+}
+
+/** "METHOD /path" of every route the app serves, read from the routers' stacks. */
+function servedOperations(env: TestEnvironment): Set<string> {
+  const operations = new Set<string>(MOUNTED);
+  for (const middleware of env.api.app.middleware) {
+    const router = (middleware as { router?: Router }).router;
+    if (!router) continue;
+    for (const layer of router.stack as unknown as Layer[]) {
+      if (layer.methods.length === 0 || typeof layer.path !== 'string') continue;
+      const path = toOpenApiPath(layer.path.length > 1 ? layer.path.replace(/\/$/, '') : layer.path);
+      for (const method of layer.methods) {
+        if (method === 'HEAD' || method === 'OPTIONS') continue;
+        const operation = `${method} ${path}`;
+        if (!UNDOCUMENTED.has(operation)) operations.add(operation);
+      }
+    }
+  }
+  return operations;
+}
+
+describe('when the API description is fetched', () => {
+  let env: TestEnvironment;
+  let document: any;
+  let token: string;
+
+  beforeAll(async () => {
+    env = await startEnvironment({ worker: false });
+    token = await env.token();
+    const response = await env.request('GET', '/openapi.json');
+    expect(response.status).toBe(200);
+    document = response.body;
+  });
+  afterAll(() => env.close());
+
+  const documented = () =>
+    new Set(
+      Object.entries(document.paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) =>
+        Object.keys(item)
+          .filter((key) => METHODS.includes(key))
+          .map((method) => `${method.toUpperCase()} ${path}`),
+      ),
+    );
+
+  it('should be OpenAPI 3.1 without authentication', async () => {
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.info.title).toBeTruthy();
+  });
+
+  it('should describe every route the app serves', () => {
+    const missing = [...servedOperations(env)].filter((operation) => !documented().has(operation)).sort();
+    expect(missing, 'routes missing from /openapi.json: describe them with registerOpenApi() from api/openapi.ts').toEqual([]);
+  });
+
+  it('should describe no route the app does not serve', () => {
+    const served = servedOperations(env);
+    expect([...documented()].filter((operation) => !served.has(operation)).sort()).toEqual([]);
+    expect(served.size).toBeGreaterThan(20);
+  });
+
+  it('should give every operation an id, and ids should be unique', () => {
+    const ids = Object.values(document.paths as Record<string, Record<string, any>>).flatMap((item) =>
+      METHODS.filter((method) => item[method]).map((method) => item[method].operationId as string),
+    );
+    expect(ids.every(Boolean)).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  const operations = () =>
+    Object.entries(document.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+      METHODS.filter((method) => item[method]).map((method) => ({ path, method, operation: item[method] })),
+    );
+
+  it('should document 401 with a challenge and 500 on every operation behind a token or admin credentials', () => {
+    for (const { path, method, operation } of operations()) {
+      const schemes = (operation.security ?? []).flatMap((requirement: object) => Object.keys(requirement));
+      if (!schemes.includes('bearerAuth') && !schemes.includes('adminBasic')) continue;
+      const context = `${method.toUpperCase()} ${path}`;
+      expect(operation.responses['401'], context).toBeDefined();
+      expect(operation.responses['401'].headers['WWW-Authenticate'], context).toBeDefined();
+      expect(operation.responses['500'], context).toBeDefined();
+      if (schemes.includes('adminBasic')) expect(operation.responses['503'], context).toBeDefined();
+    }
+  });
+
+  it('should document 400, 413 and 415 on every JSON write', () => {
+    for (const { path, method, operation } of operations()) {
+      if (!operation.requestBody?.content?.['application/json'] || path === '/oauth/token') continue;
+      for (const status of ['400', '413', '415']) expect(operation.responses[status], `${method} ${path} ${status}`).toBeDefined();
+    }
+  });
+
+  it.each(RECORD_KINDS)('should take the %s write body from the schema that validates it', (kind) => {
+    const operation = document.paths[`/api/v1/languages/{language_id}/${KINDS[kind].segment}`].post;
+    const envelope = operation.requestBody.content['application/json'].schema;
+    expect(envelope.required).toEqual([kind]);
+    expect(envelope.additionalProperties).toBe(false);
+    const record = document.components.schemas[envelope.properties[kind].$ref.split('/').pop()];
+    const shape = (KINDS[kind].schema as unknown as { shape: Record<string, ZodTypeAny> }).shape;
+    expect(Object.keys(record.properties).sort()).toEqual(Object.keys(shape).sort());
+    const required = Object.entries(shape)
+      .filter(([, field]) => !field.isOptional())
+      .map(([name]) => name);
+    expect((record.required ?? []).sort()).toEqual(required.sort());
+  });
+
+  it('should list every error body as a component', () => {
+    for (const name of ['MissingParametersError', 'UnknownParametersError', 'InvalidParametersError', 'MessageError', 'PlainError', 'ServerError', 'OAuthError']) {
+      expect(document.components.schemas[name], name).toBeDefined();
+    }
+  });
+
+  describe('when real answers are checked against the documented schemas', () => {
+    const minimal: Record<RecordKind, Record<string, unknown>> = {
+      brand: { id: 'B1', name: 'Brand' },
+      category: { id: 'C1', name: 'Category' },
+      product: { id: 'P1', name: 'Product', category_ids: ['C1'] },
+      variant: { id: 'V1', product_id: 'P1' },
+      review: { id: 'R1', product_id: 'P1', profile_id: 'U1' },
+      profile: { id: 'U1', email: 'u1@example.com' },
+      order: { id: 'O1', profile_id: 'U1', products: [{ id: 'P1', quantity: 2 }] },
+      shopping_cart: { id: 'S1', profile_id: 'U1', product_ids: ['P1'] },
+    };
+
+    beforeAll(async () => {
+      const created = await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'oa', name: 'OpenAPI', code: 'oa' } } });
+      expect(created.status).toBe(200);
+    });
+
+    it.each(RECORD_KINDS)('should answer a %s write with exactly the documented record', async (kind) => {
+      const response = await env.request('POST', `/api/v1/languages/oa/${KINDS[kind].segment}`, { token, body: { [kind]: minimal[kind] } });
+      expect(response.status, response.text).toBe(200);
+      const parsed = v1RecordResponseSchema(kind).strict().safeParse(response.body[kind]);
+      expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
+    });
+
+    const errorCases: Array<[string, () => Promise<{ status: number; body: unknown }>, number, ZodTypeAny]> = [
+      ['a missing field', () => env.request('POST', '/api/v1/languages/oa/products', { token, body: { product: { id: 'X' } } }), 400, missingParametersErrorSchema],
+      ['an unknown field', () => env.request('POST', '/api/v1/languages/oa/products', { token, body: { product: { id: 'X', name: 'X', colour: 'red' } } }), 400, unknownParametersErrorSchema],
+      ['an invalid field', () => env.request('POST', '/api/v1/languages/oa/products', { token, body: { product: { id: 'X', name: 'X', price: 'cheap' } } }), 400, invalidParametersErrorSchema],
+      ['malformed JSON', () => env.request('POST', '/api/v1/languages/oa/products', { token, raw: '{"product":', headers: { 'content-type': 'application/json' } }), 400, messageErrorSchema],
+      ['no token', () => env.request('POST', '/api/v1/languages/oa/products', { body: { product: { id: 'X', name: 'X' } } }), 401, plainErrorSchema],
+      ['an unknown language', () => env.request('POST', '/api/v1/languages/zz/products', { token, body: { product: { id: 'X', name: 'X' } } }), 404, messageErrorSchema],
+      ['an unknown record', () => env.request('DELETE', '/api/v1/languages/oa/products/nope', { token }), 404, plainErrorSchema],
+      ['a body over 1 MiB', () => env.request('POST', '/api/v1/languages/oa/products', { token, body: { product: { id: 'X', name: 'x'.repeat(1_100_000) } } }), 413, messageErrorSchema],
+      ['a body that is not JSON', () => env.request('POST', '/api/v1/languages/oa/products', { token, raw: 'id=1', headers: { 'content-type': 'text/plain' } }), 415, messageErrorSchema],
+      ['admin without credentials', () => env.request('GET', '/admin/api/sync-status'), 401, plainErrorSchema],
+      ['a bad audit limit', () => env.request('GET', '/admin/api/audit?limit=0', { headers: env.adminHeaders }), 400, invalidParametersErrorSchema],
+      ['sync-status', () => env.request('GET', '/admin/api/sync-status', { headers: env.adminHeaders }), 200, syncStatusSchema.strict()],
+      ['the audit log', () => env.request('GET', '/admin/api/audit', { headers: env.adminHeaders }), 200, auditPageSchema.strict()],
+      [
+        'a token request',
+        async () => {
+          const client = await env.newClient();
+          return env.request('POST', '/oauth/token', { body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret } });
+        },
+        200,
+        tokenResponseSchema.strict(),
+      ],
+    ];
+
+    it.each(errorCases)('should answer %s with the documented body', async (_, send, status, schema) => {
+      const response = await send();
+      expect(response.status).toBe(status);
+      const parsed = schema.safeParse(response.body);
+      expect(parsed.success, JSON.stringify(response.body).slice(0, 300)).toBe(true);
+    });
+
+    it('should keep the documented 500 body to the generic message', () => {
+      expect(serverErrorSchema.safeParse({ error: 'The request cannot be processed at this moment' }).success).toBe(true);
+      expect(serverErrorSchema.safeParse({ error: 'relation "records" does not exist' }).success).toBe(false);
+    });
+  });
+});
+
+describe('when /docs is opened', () => {
+  let env: TestEnvironment;
+  beforeAll(async () => {
+    env = await startEnvironment({ worker: false });
+  });
+  afterAll(() => env.close());
+
+  it('should serve a page whose every asset comes from the service itself', async () => {
+    const page = await env.request('GET', '/docs');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const references = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]!);
+    expect(references.length).toBeGreaterThanOrEqual(4);
+    for (const reference of references) {
+      expect(reference, reference).toMatch(/^\/docs\//);
+      const asset = await env.request('GET', reference);
+      expect(asset.status, reference).toBe(200);
+      expect(asset.headers.get('content-type'), reference).toMatch(/^(text\/css|text\/javascript|image\/png)/);
+    }
+    const init = await env.request('GET', '/docs/init.js');
+    expect(init.text).toContain("url: '/openapi.json'");
+  });
+
+  it.each(['/docs/package.json', '/docs/..%2Fpackage.json', '/docs/index.html'])('should serve nothing else from node_modules (%s)', async (path) => {
+    const response = await env.request('GET', path);
+    expect(response.status).toBe(404);
+  });
+});

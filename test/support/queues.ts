@@ -1,0 +1,24 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Config } from '../../shared/config.js';
+import { createQueues, type QueueKey } from '../../shared/queue.js';
+import { createRedis } from '../../shared/redis.js';
+
+/** The service's queues as a test sees them through the BullMQ API, on the environment's prefix. */
+export interface TestQueues {
+  queues: Record<QueueKey, Queue>;
+  close(): Promise<void>;
+}
+
+export function openQueues(config: Config): TestQueues {
+  const connection: Redis = createRedis(config.REDIS_URL, 'worker');
+  connection.on('error', () => undefined);
+  const queues = createQueues(connection, config.QUEUE_PREFIX);
+  return {
+    queues,
+    async close() {
+      await Promise.all(Object.values(queues).map((queue) => queue.close()));
+      connection.disconnect();
+    },
+  };
+}
