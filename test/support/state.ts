@@ -2,8 +2,8 @@ import { sql } from 'slonik';
 import type { TestEnvironment } from './harness.js';
 
 /**
- * Read helpers over the stored state in Postgres, for asserting what the API
- * and the worker did while there is no read API (v2 comes later). Every
+ * Read helpers over the stored state in Postgres, for asserting exactly what
+ * the API and the worker stored (rows, links, audit entries). Every
  * helper addresses a language by its own `id` (as in the v1 paths); pass the
  * account name when the same language id may exist in several accounts.
  */
