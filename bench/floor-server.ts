@@ -17,8 +17,8 @@ const server = http.createServer((request, response) => {
     const { id, ...fields } = body.product;
     pool
       .query(
-        `INSERT INTO floor_records AS r (lang_key, kind, id, data, created_at, updated_at)
-         VALUES (1, 'product', $1, $2, now(), now())
+        `INSERT INTO floor_records AS r (lang_key, kind, id, data, live, created_seq, write_seq, created_at, updated_at)
+         VALUES (1, 'product', $1, $2, true, 0, 0, now(), now())
          ON CONFLICT (lang_key, kind, id) DO UPDATE SET data = r.data || excluded.data, updated_at = excluded.updated_at
          RETURNING id, data, created_at, updated_at`,
         [String(id), fields],
