@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEnvironment, uniqueName, type TestEnvironment } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
+import { SEGMENT } from './support/v2-client.js';
 import {
   auditOf,
   langKeyOf,
@@ -21,17 +22,6 @@ import {
  */
 
 type Body = Record<string, unknown>;
-
-const SEGMENT: Record<RecordKindName, string> = {
-  brand: 'brands',
-  category: 'categories',
-  product: 'products',
-  variant: 'variants',
-  review: 'reviews',
-  profile: 'profiles',
-  order: 'orders',
-  shopping_cart: 'shopping_carts',
-};
 
 interface Request {
   method: 'POST' | 'DELETE';

@@ -2,6 +2,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { Model, normalise, type AuditFact, type Fields, type Kind } from './model.js';
 import type { TestEnvironment } from './harness.js';
+import { SEGMENT } from './v2-client.js';
 
 /** mulberry32: small, fast and good enough to drive reproducible scenarios. */
 export function rng(seed: number) {
@@ -143,16 +144,7 @@ export function generate(r: Rng, count: number, kinds: Kind[] = KINDS, options: 
   return operations;
 }
 
-const SEGMENTS: Record<Kind, string> = {
-  brand: 'brands',
-  category: 'categories',
-  product: 'products',
-  variant: 'variants',
-  review: 'reviews',
-  profile: 'profiles',
-  order: 'orders',
-  shopping_cart: 'shopping_carts',
-};
+
 
 /** Ids become strings, as the service stores them. */
 function canonical(value: unknown): unknown {
@@ -181,7 +173,7 @@ export interface Sent {
 export async function send(env: TestEnvironment, token: string, languageId: string, operation: Operation, requestId: string): Promise<Sent> {
   const headers = { 'x-request-id': requestId };
   if (operation.type === 'put') {
-    const path = `/api/v2/languages/${languageId}/${SEGMENTS[operation.kind]}`;
+    const path = `/api/v2/languages/${languageId}/${SEGMENT[operation.kind]}`;
     const response = await env.request('PUT', path, { token, headers, body: { [operation.kind]: operation.body } });
     if (response.status !== 200) throw new Error(`put ${JSON.stringify(operation)} answered ${response.status}: ${response.text}`);
     return { operation, requestId, status: response.status };
@@ -194,7 +186,7 @@ export async function send(env: TestEnvironment, token: string, languageId: stri
     }
     return { operation, requestId, status: response.status };
   }
-  const path = `/api/v1/languages/${languageId}/${SEGMENTS[operation.kind]}`;
+  const path = `/api/v1/languages/${languageId}/${SEGMENT[operation.kind]}`;
   const response =
     operation.type === 'write'
       ? await env.request('POST', path, { token, headers, body: { [operation.kind]: operation.body } })
