@@ -2,22 +2,22 @@ import type { CommonQueryMethods } from 'slonik';
 import type { Database } from './db.js';
 import { RecordNotFoundError } from './errors.js';
 import { requireLanguage } from './language.service.js';
-import { presentRecord } from './record.service.js';
 import { toLanguageResponse } from './repositories/language.repository.js';
 import {
   beginReadSnapshot,
   brandProductIds,
   countLanguages,
-  countLiveRecords,
-  countRecords,
+  foldRecordCount,
   linkedIds,
+  listPage,
   pageOfLanguages,
-  pageOfRecords,
+  type ItemShape,
+  type ListParent,
   type ListScope,
   type PageWindow,
 } from './repositories/read.repository.js';
 import { findLiveRecord, type StoredRecord } from './repositories/record.repository.js';
-import { hasFilters, listQuerySchema, type ListQuery } from './schemas/list-query.schema.js';
+import { listQuerySchema, type ListQuery } from './schemas/list-query.schema.js';
 import { isStorableText } from './schemas/primitives.js';
 import { KINDS, type RecordKind } from './schemas/record-kinds.js';
 import { parseOrThrow } from './validation.js';
@@ -34,97 +34,98 @@ export interface ReadContext {
 
 type Item = Record<string, unknown>;
 
-export interface ListResult {
-  data: Item[];
-  meta: { current_page: number; per_page: number; total: number };
-}
+/** A list response, already serialised: `{"data":[...],"meta":{"current_page","per_page","total"}}`. */
+export type ListJson = string;
 
-/** Shows a page of stored records of one kind; may read their links (one query per list field, for the whole page). */
-type Presenter = (db: CommonQueryMethods, langKey: number, records: readonly StoredRecord[]) => Promise<Item[]>;
-
-const value = (record: StoredRecord, field: string): unknown => record.data[field] ?? null;
-const pick = (record: StoredRecord, fields: readonly string[]): Item => Object.fromEntries(fields.map((field) => [field, value(record, field)]));
-const customAttributes = (record: StoredRecord): unknown => record.data['custom_attributes'] ?? [];
+const fields = (...names: string[]): ItemShape => names.map((field) => ({ key: field, from: 'field', field }));
+const ID: ItemShape = [{ key: 'id', from: 'id' }];
+const CREATED: ItemShape = [{ key: 'created_at', from: 'created_at' }];
+const UPDATED: ItemShape = [{ key: 'updated_at', from: 'updated_at' }];
+const CUSTOM_ATTRIBUTES: ItemShape = [{ key: 'custom_attributes', from: 'custom_attributes' }];
 
 /** SPEC "product (v2)": own fields, brand, current links and custom attributes. */
-const presentProducts: Presenter = async (db, langKey, records) => {
-  const ids = records.map((record) => record.id);
-  const categories = await linkedIds(db, langKey, 'product_category', 'a', ids);
-  const relevant = await linkedIds(db, langKey, 'relevant', 'a', ids);
-  return records.map((record) => ({
-    id: record.id,
-    ...pick(record, ['name', 'visible', 'main_image', 'url', 'short_description', 'price', 'brand_id']),
-    category_ids: categories.get(record.id) ?? [],
-    relevant_product_ids: relevant.get(record.id) ?? [],
-    custom_attributes: customAttributes(record),
-    created_at: record.created_at,
-    updated_at: record.updated_at,
-  }));
-};
+const PRODUCT: ItemShape = [
+  ...ID,
+  ...fields('name', 'visible', 'main_image', 'url', 'short_description', 'price', 'brand_id'),
+  { key: 'category_ids', from: 'links', rel: 'product_category', side: 'a' },
+  { key: 'relevant_product_ids', from: 'links', rel: 'relevant', side: 'a' },
+  ...CUSTOM_ATTRIBUTES,
+  ...CREATED,
+  ...UPDATED,
+];
 
 /** SPEC "category (v2)". */
-const presentCategories: Presenter = async (db, langKey, records) => {
-  const products = await linkedIds(db, langKey, 'product_category', 'b', records.map((record) => record.id));
-  return records.map((record) => ({
-    id: record.id,
-    ...pick(record, ['name', 'parent_category_id']),
-    product_ids: products.get(record.id) ?? [],
-    ...pick(record, ['url', 'visible']),
-    created_at: record.created_at,
-    updated_at: record.updated_at,
-    custom_attributes: customAttributes(record),
-  }));
-};
+const CATEGORY: ItemShape = [
+  ...ID,
+  ...fields('name', 'parent_category_id'),
+  { key: 'product_ids', from: 'links', rel: 'product_category', side: 'b' },
+  ...fields('url', 'visible'),
+  ...CREATED,
+  ...UPDATED,
+  ...CUSTOM_ATTRIBUTES,
+];
 
 /** SPEC "brand": product_ids are the live products whose brand_id is the brand. */
-const presentBrands: Presenter = async (db, langKey, records) => {
-  const products = await brandProductIds(db, langKey, records.map((record) => record.id));
-  return records.map((record) => ({
-    id: record.id,
-    ...pick(record, ['name', 'url', 'content']),
-    product_ids: products.get(record.id) ?? [],
-    created_at: record.created_at,
-    updated_at: record.updated_at,
-  }));
-};
+const BRAND: ItemShape = [...ID, ...fields('name', 'url', 'content'), { key: 'product_ids', from: 'brand_products' }, ...CREATED, ...UPDATED];
 
 /** The v1 field table of the kind (its list fields are data fields: order products, cart product_ids). */
-const presentPlain =
-  (kind: RecordKind): Presenter =>
-  async (_db, _langKey, records) =>
-    records.map((record) => presentRecord(KINDS[kind], record));
+const plain = (kind: RecordKind): ItemShape => {
+  const definition = KINDS[kind];
+  return [...ID, ...fields(...definition.dataFields), ...(definition.timestamps.created ? CREATED : []), ...(definition.timestamps.updated ? UPDATED : [])];
+};
 
-const PRESENTERS: Record<RecordKind, Presenter> = {
-  product: presentProducts,
-  category: presentCategories,
-  brand: presentBrands,
-  variant: presentPlain('variant'),
-  review: presentPlain('review'),
-  profile: presentPlain('profile'),
-  order: presentPlain('order'),
-  shopping_cart: presentPlain('shopping_cart'),
+const SHAPES: Record<RecordKind, ItemShape> = {
+  product: PRODUCT,
+  category: CATEGORY,
+  brand: BRAND,
+  variant: plain('variant'),
+  review: plain('review'),
+  profile: plain('profile'),
+  order: plain('order'),
+  shopping_cart: plain('shopping_cart'),
 };
 
 /** Summary items of the sub-listings and the profiles list (SPEC "Summary items", CONTRACT 8). */
-const summary =
-  (shape: (record: StoredRecord) => Item): Presenter =>
-  async (_db, _langKey, records) =>
-    records.map(shape);
+const renamed = (key: string, field: string): ItemShape => [{ key, from: 'field', field }];
+const VARIANT_SUMMARY: ItemShape = [...ID, ...renamed('name', 'title'), ...renamed('price', 'price_incl'), ...fields('main_image')];
+const CATEGORY_SUMMARY: ItemShape = ID;
+const PRODUCT_SUMMARY: ItemShape = [...ID, ...fields('name', 'url')];
+const PROFILE_SUMMARY: ItemShape = [...ID, ...fields('email', 'first_name', 'last_name')];
 
-const variantSummary = summary((record) => ({
-  id: record.id,
-  name: value(record, 'title'),
-  price: value(record, 'price_incl'),
-  main_image: value(record, 'main_image'),
-}));
-const categorySummary = summary((record) => ({ id: record.id }));
-const productSummary = summary((record) => ({ id: record.id, name: value(record, 'name'), url: value(record, 'url') }));
-const profileSummary = summary((record) => ({
-  id: record.id,
-  email: value(record, 'email'),
-  first_name: value(record, 'first_name'),
-  last_name: value(record, 'last_name'),
-}));
+/** Shows records in `shape` (the JavaScript twin of the lists' SQL): one query per list field, for all records at once. */
+async function present(db: CommonQueryMethods, langKey: number, shape: ItemShape, records: readonly StoredRecord[]): Promise<Item[]> {
+  const ids = records.map((record) => record.id);
+  const lists = new Map<string, Map<string, string[]>>();
+  for (const part of shape) {
+    if (part.from === 'links') lists.set(part.key, await linkedIds(db, langKey, part.rel, part.side, ids));
+    if (part.from === 'brand_products') lists.set(part.key, await brandProductIds(db, langKey, ids));
+  }
+  return records.map((record) => {
+    const item: Item = {};
+    for (const part of shape) {
+      switch (part.from) {
+        case 'id':
+          item[part.key] = record.id;
+          break;
+        case 'created_at':
+        case 'updated_at':
+          item[part.key] = record[part.from];
+          break;
+        case 'field':
+          item[part.key] = record.data[part.field] ?? null;
+          break;
+        case 'custom_attributes':
+          item[part.key] = record.data['custom_attributes'] ?? [];
+          break;
+        case 'links':
+        case 'brand_products':
+          item[part.key] = lists.get(part.key)!.get(record.id) ?? [];
+          break;
+      }
+    }
+    return item;
+  });
+}
 
 /**
  * Validates a list query (CONTRACT 8).
@@ -134,62 +135,66 @@ export function parseListQuery(query: Record<string, unknown>): ListQuery {
   return parseOrThrow(listQuerySchema, query);
 }
 
+const listJson = (query: ListQuery, total: number, data: string): ListJson =>
+  `{"data":${data},"meta":{"current_page":${query.page},"per_page":${query.per_page},"total":${total}}}`;
+
 /**
- * The rows of the page within `total` results, or null past the end. A page
- * in the second half is read from the end of the index, so no page walks
- * more than half of the list.
+ * An unfiltered total sums this many counter rows at most before the list
+ * folds them. Writers fold now and then, but rows pile up where they cannot
+ * (a long run of writes in transactions that do not see each other's rows).
  */
-function windowOf(query: ListQuery, total: number): PageWindow | null {
-  const offset = (query.page - 1) * query.per_page;
-  if (offset >= total) return null;
-  const limit = Math.min(query.per_page, total - offset);
-  const fromEnd = offset * 2 + limit > total;
-  return { offset: fromEnd ? total - offset - limit : offset, limit, fromEnd, total };
-}
+const FOLD_COUNTER_ROWS = 256;
+/** Beyond this many folded rows the counter table is also vacuumed, so its scans skip the dead rows again. */
+const VACUUM_COUNTER_ROWS = 10_000;
 
-async function paginate(
-  query: ListQuery,
-  total: number,
-  fetch: (window: PageWindow) => Promise<Item[]>,
-): Promise<ListResult> {
-  const window = windowOf(query, total);
-  return {
-    data: window ? await fetch(window) : [],
-    meta: { current_page: query.page, per_page: query.per_page, total },
-  };
-}
+/** (language, kind) counters being folded, per pool: one fold at a time each. */
+const folding = new WeakMap<Database, Set<string>>();
 
-/** One snapshot for the whole list: total, page and links agree. */
-function inSnapshot<T>(db: Database, work: (tx: CommonQueryMethods) => Promise<T>): Promise<T> {
-  return db.transaction(async (tx) => {
-    await beginReadSnapshot(tx);
-    return work(tx);
-  });
+/** Folds the counter in the background: the list that noticed it has its total already. */
+function foldSoon(db: Database, langKey: number, kind: RecordKind, rows: number) {
+  let keys = folding.get(db);
+  if (!keys) folding.set(db, (keys = new Set()));
+  const key = `${langKey}:${kind}`;
+  if (keys.has(key)) return;
+  keys.add(key);
+  foldRecordCount(db, langKey, kind, rows >= VACUUM_COUNTER_ROWS)
+    // A failed fold leaves the rows summed correctly; the next list tries again.
+    .catch(() => undefined)
+    .finally(() => keys.delete(key));
 }
 
 interface ListSpec {
   kind: RecordKind;
   scope: ListScope;
-  present: Presenter;
+  shape: ItemShape;
   /** The record the scope hangs from, which must exist (404 otherwise). */
-  parent?: { kind: RecordKind; id: string };
+  parent?: ListParent;
 }
 
 /**
  * Resolves the path first (language, then the parent of a sub-listing: 404s
- * come before a bad query, as for v1 bodies), then the query.
+ * come before a bad query, as for v1 bodies), then the query. The parent is
+ * checked in the list's own statement when the query is valid.
  */
-async function listOf(context: ReadContext, languageId: string, rawQuery: Record<string, unknown>, spec: ListSpec): Promise<ListResult> {
+async function listOf(context: ReadContext, languageId: string, rawQuery: Record<string, unknown>, spec: ListSpec): Promise<ListJson> {
   const langKey = (await requireLanguage(context.db, context.accountId, languageId)).lang_key;
-  if (spec.parent) await requireLiveRecord(context.db, langKey, spec.parent.kind, spec.parent.id);
-  const query = parseListQuery(rawQuery);
-  return inSnapshot(context.db, async (tx) => {
-    const total =
-      spec.scope.type === 'all' && !hasFilters(query)
-        ? await countLiveRecords(tx, langKey, spec.kind)
-        : await countRecords(tx, langKey, spec.kind, spec.scope, query);
-    return paginate(query, total, async (window) => spec.present(tx, langKey, await pageOfRecords(tx, langKey, spec.kind, spec.scope, query, window)));
+  const parsed = listQuerySchema.safeParse(rawQuery);
+  if (spec.parent && (!parsed.success || !isStorableText(spec.parent.id))) {
+    await requireLiveRecord(context.db, langKey, spec.parent.kind, spec.parent.id);
+  }
+  const query = parsed.success ? parsed.data : parseListQuery(rawQuery);
+  const page = await listPage(context.db, langKey, {
+    kind: spec.kind,
+    scope: spec.scope,
+    filters: query,
+    page: query.page,
+    perPage: query.per_page,
+    shape: spec.shape,
+    ...(spec.parent ? { parent: spec.parent } : {}),
   });
+  if (!page.parent_live) throw new RecordNotFoundError(KINDS[spec.parent!.kind].resource);
+  if (page.counter_rows > FOLD_COUNTER_ROWS) foldSoon(context.db, langKey, spec.kind, page.counter_rows);
+  return listJson(query, page.total, page.data);
 }
 
 /** @throws {RecordNotFoundError} "<Resource> not found" when there is no live record with that id. */
@@ -200,9 +205,9 @@ async function requireLiveRecord(db: CommonQueryMethods, langKey: number, kind: 
 }
 
 /** GET /languages/{language_id}/{segment}: the full records of a kind (profiles: summaries). */
-export function listRecords(context: ReadContext, languageId: string, kind: RecordKind, query: Record<string, unknown>): Promise<ListResult> {
-  const present = kind === 'profile' ? profileSummary : PRESENTERS[kind];
-  return listOf(context, languageId, query, { kind, scope: { type: 'all' }, present });
+export function listRecords(context: ReadContext, languageId: string, kind: RecordKind, query: Record<string, unknown>): Promise<ListJson> {
+  const shape = kind === 'profile' ? PROFILE_SUMMARY : SHAPES[kind];
+  return listOf(context, languageId, query, { kind, scope: { type: 'all' }, shape });
 }
 
 /** GET /languages/{language_id}/products/{product_id}/variants. */
@@ -210,7 +215,7 @@ export function listProductVariants(context: ReadContext, languageId: string, pr
   return listOf(context, languageId, query, {
     kind: 'variant',
     scope: { type: 'variants-of', productId },
-    present: variantSummary,
+    shape: VARIANT_SUMMARY,
     parent: { kind: 'product', id: productId },
   });
 }
@@ -220,7 +225,7 @@ export function listProductCategories(context: ReadContext, languageId: string, 
   return listOf(context, languageId, query, {
     kind: 'category',
     scope: { type: 'linked', rel: 'product_category', side: 'b', other: productId },
-    present: categorySummary,
+    shape: CATEGORY_SUMMARY,
     parent: { kind: 'product', id: productId },
   });
 }
@@ -230,7 +235,7 @@ export function listCategoryProducts(context: ReadContext, languageId: string, c
   return listOf(context, languageId, query, {
     kind: 'product',
     scope: { type: 'linked', rel: 'product_category', side: 'a', other: categoryId },
-    present: productSummary,
+    shape: PRODUCT_SUMMARY,
     parent: { kind: 'category', id: categoryId },
   });
 }
@@ -242,7 +247,7 @@ export function listCategoryProducts(context: ReadContext, languageId: string, c
 export async function getRecord(context: ReadContext, languageId: string, kind: RecordKind, id: string): Promise<Item> {
   const language = await requireLanguage(context.db, context.accountId, languageId);
   const record = await requireLiveRecord(context.db, language.lang_key, kind, id);
-  const [item] = await PRESENTERS[kind](context.db, language.lang_key, [record]);
+  const [item] = await present(context.db, language.lang_key, SHAPES[kind], [record]);
   return item!;
 }
 
@@ -259,16 +264,32 @@ export async function presentSaved(context: ReadContext, languageId: string, kin
     created_at: (createdAt as string | null | undefined) ?? null,
     updated_at: (updatedAt as string | null | undefined) ?? null,
   };
-  const [item] = await PRESENTERS[kind](context.db, language.lang_key, [record]);
+  const [item] = await present(context.db, language.lang_key, SHAPES[kind], [record]);
   return item!;
 }
 
-/** GET /api/v2/languages: the account's live languages. */
-export async function listLanguages(context: ReadContext, rawQuery: Record<string, unknown>): Promise<ListResult> {
+/**
+ * The rows of the page within `total` results, or null past the end. A page
+ * in the second half is read from the end of the index, so no page walks
+ * more than half of the list.
+ */
+function windowOf(query: ListQuery, total: number): PageWindow | null {
+  const offset = (query.page - 1) * query.per_page;
+  if (offset >= total) return null;
+  const limit = Math.min(query.per_page, total - offset);
+  const fromEnd = offset * 2 + limit > total;
+  return { offset: fromEnd ? total - offset - limit : offset, limit, fromEnd, total };
+}
+
+/** GET /api/v2/languages: the account's live languages (few: total and page in one repeatable-read snapshot). */
+export async function listLanguages(context: ReadContext, rawQuery: Record<string, unknown>): Promise<ListJson> {
   const query = parseListQuery(rawQuery);
-  return inSnapshot(context.db, async (tx) => {
+  return context.db.transaction(async (tx) => {
+    await beginReadSnapshot(tx);
     const total = await countLanguages(tx, context.accountId, query);
-    return paginate(query, total, async (window) => [...(await pageOfLanguages(tx, context.accountId, query, window))]);
+    const window = windowOf(query, total);
+    const data = window ? await pageOfLanguages(tx, context.accountId, query, window) : [];
+    return listJson(query, total, JSON.stringify(data));
   });
 }
 

@@ -48,9 +48,14 @@ export function v2Router({ db, verifier, notifier }: V2Dependencies) {
   const reading = (ctx: AppContext): ReadContext => ({ db, accountId: principalOf(ctx).accountId });
   const param = (ctx: AppContext, name: string) => ctx.params[name]!;
   const query = (ctx: AppContext) => ({ ...ctx.query }) as Record<string, unknown>;
+  /** Lists arrive serialised (their JSON is built by the database). */
+  const sendList = (ctx: AppContext, json: string) => {
+    ctx.type = 'application/json';
+    ctx.body = json;
+  };
 
   router.get('/languages', async (ctx: AppContext) => {
-    ctx.body = await listLanguages(reading(ctx), query(ctx));
+    sendList(ctx, await listLanguages(reading(ctx), query(ctx)));
   });
 
   router.get('/languages/:language_id', async (ctx: AppContext) => {
@@ -71,15 +76,15 @@ export function v2Router({ db, verifier, notifier }: V2Dependencies) {
   }
 
   router.get('/languages/:language_id/products/:product_id/variants', async (ctx: AppContext) => {
-    ctx.body = await listProductVariants(reading(ctx), param(ctx, 'language_id'), param(ctx, 'product_id'), query(ctx));
+    sendList(ctx, await listProductVariants(reading(ctx), param(ctx, 'language_id'), param(ctx, 'product_id'), query(ctx)));
   });
 
   router.get('/languages/:language_id/products/:product_id/categories', async (ctx: AppContext) => {
-    ctx.body = await listProductCategories(reading(ctx), param(ctx, 'language_id'), param(ctx, 'product_id'), query(ctx));
+    sendList(ctx, await listProductCategories(reading(ctx), param(ctx, 'language_id'), param(ctx, 'product_id'), query(ctx)));
   });
 
   router.get('/languages/:language_id/categories/:category_id/products', async (ctx: AppContext) => {
-    ctx.body = await listCategoryProducts(reading(ctx), param(ctx, 'language_id'), param(ctx, 'category_id'), query(ctx));
+    sendList(ctx, await listCategoryProducts(reading(ctx), param(ctx, 'language_id'), param(ctx, 'category_id'), query(ctx)));
   });
 
   const assignment = '/languages/:language_id/products/:product_id/categories/:category_id';
@@ -96,7 +101,7 @@ export function v2Router({ db, verifier, notifier }: V2Dependencies) {
   for (const kind of RECORD_KINDS) {
     const { segment } = KINDS[kind];
     router.get(`/languages/:language_id/${segment}`, async (ctx: AppContext) => {
-      ctx.body = await listRecords(reading(ctx), param(ctx, 'language_id'), kind, query(ctx));
+      sendList(ctx, await listRecords(reading(ctx), param(ctx, 'language_id'), kind, query(ctx)));
     });
     router.get(`/languages/:language_id/${segment}/:record_id`, async (ctx: AppContext) => {
       ctx.body = await getRecord(reading(ctx), param(ctx, 'language_id'), kind, param(ctx, 'record_id'));

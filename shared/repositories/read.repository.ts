@@ -2,7 +2,6 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import { hasFilters, type ListFilters } from '../schemas/list-query.schema.js';
 import type { RecordKind } from '../schemas/record-kinds.js';
-import { storedRecord, type StoredRecord } from './record.repository.js';
 
 /**
  * Reads of the v2 lists. Every list is ordered by (created_at, id), the key
@@ -28,29 +27,6 @@ export interface PageWindow {
   fromEnd: boolean;
   /** How many rows the whole list has. */
   total: number;
-}
-
-/**
- * A linked list (a category's products) with up to this many links is read
- * from its links and sorted; a larger one walks the list index in order,
- * probing the links. Postgres' own choice, with LIMIT, tends to walk even for
- * a small category of a big catalogue, probing thousands of records per page.
- */
-export const DRIVE_FROM_LINKS_MAX = 50_000;
-
-/** Whether the linked list is small enough to be read from its links (its filtered total does not bound its links). */
-async function driveFromLinks(db: CommonQueryMethods, langKey: number, scope: Extract<ListScope, { type: 'linked' }>, filters: ListFilters, total: number) {
-  if (total > DRIVE_FROM_LINKS_MAX) return false;
-  if (!hasFilters(filters)) return true;
-  const other = sql.identifier([scope.side === 'a' ? 'b' : 'a']);
-  const links = await db.oneFirst(sql.type(countRow)`
-    SELECT count(*) AS total FROM (
-      SELECT 1 FROM links
-      WHERE lang_key = ${langKey} AND rel = ${scope.rel} AND ${other} = ${scope.other}
-      LIMIT ${DRIVE_FROM_LINKS_MAX + 1}
-    ) AS bounded
-  `);
-  return links <= DRIVE_FROM_LINKS_MAX;
 }
 
 function scopeCondition(langKey: number, scope: ListScope) {
@@ -80,77 +56,215 @@ function filterCondition(filters: ListFilters) {
 }
 
 /**
- * Live records of a kind in a language, from the trigger-kept counter
- * (migrations/0003): a sum over a few rows, never a count over the records.
+ * One field of an item as the v2 reads show it. The same description is
+ * shown by SQL (lists: the page's JSON is built in the list's own statement)
+ * and by JavaScript (single records), so the two cannot drift apart.
  */
-export async function countLiveRecords(db: CommonQueryMethods, langKey: number, kind: RecordKind): Promise<number> {
-  return db.oneFirst(sql.type(countRow)`
-    SELECT coalesce(sum(delta), 0)::int8 AS total
-    FROM record_count_deltas
-    WHERE lang_key = ${langKey} AND kind = ${kind}
-  `);
+export type ItemPart =
+  | { key: string; from: 'id' | 'created_at' | 'updated_at' | 'custom_attributes' }
+  /** A data field, null when unset. */
+  | { key: string; from: 'field'; field: string }
+  /** The ids linked to the record through `rel` (the record on `side`), in id order. */
+  | { key: string; from: 'links'; rel: 'product_category' | 'relevant'; side: 'a' | 'b' }
+  /** The live products whose brand_id is the record, in list order. */
+  | { key: string; from: 'brand_products' };
+export type ItemShape = readonly ItemPart[];
+
+/** A timestamp exactly as the API shows it (db.ts: ISO 8601 in UTC with milliseconds). */
+const isoText = (column: ReturnType<typeof sql.identifier>) =>
+  sql.fragment`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** The SQL value of one part for the record `r`. */
+function partValue(langKey: number, part: ItemPart) {
+  switch (part.from) {
+    case 'id':
+      return sql.fragment`r.id`;
+    case 'created_at':
+      return isoText(sql.identifier(['r', 'created_at']));
+    case 'updated_at':
+      return isoText(sql.identifier(['r', 'updated_at']));
+    case 'field':
+      return sql.fragment`r.data -> ${part.field}`;
+    case 'custom_attributes':
+      return sql.fragment`coalesce(nullif(r.data -> 'custom_attributes', 'null'::jsonb), '[]'::jsonb)`;
+    case 'links': {
+      const mine = sql.identifier(['l', part.side]);
+      const other = sql.identifier(['l', part.side === 'a' ? 'b' : 'a']);
+      return sql.fragment`to_json(ARRAY(
+        SELECT ${other} FROM links l
+        WHERE l.lang_key = ${langKey} AND l.rel = ${part.rel} AND ${mine} = r.id
+        ORDER BY ${other}
+      ))`;
+    }
+    case 'brand_products':
+      return sql.fragment`to_json(ARRAY(
+        SELECT p.id FROM records p
+        WHERE p.lang_key = ${langKey} AND p.kind = 'product' AND p.live AND (p.data ->> 'brand_id') = r.id
+        ORDER BY p.created_at, p.id
+      ))`;
+  }
 }
 
-/** How many live records of a kind are in the scope and pass the filters (an index range count). */
-export async function countRecords(db: CommonQueryMethods, langKey: number, kind: RecordKind, scope: ListScope, filters: ListFilters): Promise<number> {
-  return db.oneFirst(sql.type(countRow)`
-    SELECT count(*) AS total
-    FROM records
-    WHERE lang_key = ${langKey} AND kind = ${kind} AND live
-      AND ${scopeCondition(langKey, scope)} AND ${filterCondition(filters)}
-  `);
+/** The columns of an item; row_to_json of them gives the item with its keys in shape order. */
+const itemColumns = (langKey: number, shape: ItemShape) =>
+  sql.join(
+    shape.map((part) => sql.fragment`${partValue(langKey, part)} AS ${sql.identifier([part.key])}`),
+    sql.fragment`, `,
+  );
+
+/** The record a sub-listing hangs from; the list is only shown when it is live. */
+export interface ListParent {
+  kind: RecordKind;
+  id: string;
 }
+
+export interface ListRequest {
+  kind: RecordKind;
+  scope: ListScope;
+  filters: ListFilters;
+  page: number;
+  perPage: number;
+  shape: ItemShape;
+  parent?: ListParent;
+}
+
+const listRow = z.object({
+  parent_live: z.boolean(),
+  total: z.number(),
+  /** Rows summed for an unfiltered total (record_count_deltas): how far the counter is from folded. */
+  counter_rows: z.number(),
+  /** The page's items, a JSON array in list order. */
+  data: z.string(),
+});
+export type ListPage = z.infer<typeof listRow>;
 
 /**
- * One page of live records, ascending by (created_at, id). The page's keys
- * come from an index-only scan (OFFSET over the index, from whichever end is
- * nearer); only the page's own rows are then read from the table.
+ * A linked list (a category's products) with up to this many links is read
+ * from its links and sorted; a larger one walks the list index in order,
+ * probing the links. Postgres' own choice, with LIMIT, tends to walk even for
+ * a small category of a big catalogue, probing thousands of records per page.
  */
-export async function pageOfRecords(
-  db: CommonQueryMethods,
-  langKey: number,
-  kind: RecordKind,
-  scope: ListScope,
-  filters: ListFilters,
-  window: PageWindow,
-): Promise<readonly StoredRecord[]> {
-  const direction = window.fromEnd ? sql.fragment`DESC` : sql.fragment`ASC`;
-  if (scope.type === 'linked' && (await driveFromLinks(db, langKey, scope, filters, window.total))) {
-    const mine = sql.identifier([scope.side]);
+export const DRIVE_FROM_LINKS_MAX = 50_000;
+
+/**
+ * A list's total and one page of it as JSON, in one statement, so both come
+ * from one snapshot without a transaction around them.
+ *
+ * The total of an unfiltered list comes from the trigger-kept counter
+ * (migrations/0003), anything else from an index range count. The page's
+ * keys come from an index-only scan (OFFSET over the list index, from
+ * whichever end is nearer, so no page walks more than half of the list);
+ * only the page's own rows are then read from the table. A small linked list
+ * is read from its links and sorted instead. Every branch but the chosen
+ * one gets LIMIT 0, so it reads nothing.
+ */
+export async function listPage(db: CommonQueryMethods, langKey: number, request: ListRequest): Promise<ListPage> {
+  const { kind, scope, filters } = request;
+  const counted =
+    scope.type === 'all' && !hasFilters(filters)
+      ? sql.fragment`
+          SELECT coalesce(sum(delta), 0)::int8 AS total, count(*) AS counter_rows
+          FROM record_count_deltas
+          WHERE lang_key = ${langKey} AND kind = ${kind}`
+      : sql.fragment`
+          SELECT count(*) AS total, 0::int8 AS counter_rows
+          FROM records
+          WHERE lang_key = ${langKey} AND kind = ${kind} AND live
+            AND ${scopeCondition(langKey, scope)} AND ${filterCondition(filters)}`;
+  const parentLive = request.parent
+    ? sql.fragment`EXISTS (
+        SELECT 1 FROM records
+        WHERE lang_key = ${langKey} AND kind = ${request.parent.kind} AND id = ${request.parent.id} AND live
+      )`
+    : sql.fragment`TRUE`;
+
+  let fromLinks = sql.fragment`FALSE`;
+  if (scope.type === 'linked') {
     const other = sql.identifier([scope.side === 'a' ? 'b' : 'a']);
-    // OFFSET 0 fences keep the join driven from the links (one primary-key probe per link), then sorted.
-    return db.any(sql.type(storedRecord)`
-      SELECT id, data, created_at, updated_at
-      FROM (
-        SELECT r.id, r.data, r.created_at, r.updated_at
-        FROM (
-          SELECT l.${mine} AS id FROM links l
-          WHERE l.lang_key = ${langKey} AND l.rel = ${scope.rel} AND l.${other} = ${scope.other}
-          OFFSET 0
-        ) AS linked
-        CROSS JOIN LATERAL (
-          SELECT id, data, created_at, updated_at FROM records
-          WHERE lang_key = ${langKey} AND kind = ${kind} AND id = linked.id AND live AND ${filterCondition(filters)}
-          OFFSET 0
-        ) AS r
-        ORDER BY r.created_at ${direction}, r.id ${direction}
-        OFFSET ${window.offset} LIMIT ${window.limit}
-      ) AS page
-      ORDER BY created_at, id
-    `);
+    // With filters the filtered total does not bound the links, so they are counted (up to the bound).
+    const fewLinks = hasFilters(filters)
+      ? sql.fragment`(SELECT count(*) FROM (
+          SELECT 1 FROM links
+          WHERE lang_key = ${langKey} AND rel = ${scope.rel} AND ${other} = ${scope.other}
+          LIMIT ${DRIVE_FROM_LINKS_MAX + 1}
+        ) AS bounded) <= ${DRIVE_FROM_LINKS_MAX}`
+      : sql.fragment`TRUE`;
+    fromLinks = sql.fragment`total <= ${DRIVE_FROM_LINKS_MAX} AND ${fewLinks}`;
   }
-  return db.any(sql.type(storedRecord)`
-    SELECT r.id, r.data, r.created_at, r.updated_at
-    FROM (
+
+  const walk = (fromEnd: boolean) => {
+    const direction = fromEnd ? sql.fragment`DESC` : sql.fragment`ASC`;
+    return sql.fragment`(
       SELECT id FROM records
       WHERE lang_key = ${langKey} AND kind = ${kind} AND live
         AND ${scopeCondition(langKey, scope)} AND ${filterCondition(filters)}
       ORDER BY created_at ${direction}, id ${direction}
-      OFFSET ${window.offset} LIMIT ${window.limit}
-    ) AS page
-    JOIN records r ON r.lang_key = ${langKey} AND r.kind = ${kind} AND r.id = page.id
-    ORDER BY r.created_at, r.id
+      OFFSET (SELECT w.skip FROM w) LIMIT (SELECT CASE WHEN w.branch = ${fromEnd ? 'backward' : 'forward'} THEN w.size ELSE 0 END FROM w)
+    )`;
+  };
+  let linked = sql.fragment``;
+  if (scope.type === 'linked') {
+    const mine = sql.identifier(['l', scope.side]);
+    const other = sql.identifier(['l', scope.side === 'a' ? 'b' : 'a']);
+    // OFFSET 0 fences keep the join driven from the links (one primary-key probe per link), then sorted.
+    linked = sql.fragment`UNION ALL (
+      SELECT r.id FROM (
+        SELECT ${mine} AS id FROM links l
+        WHERE l.lang_key = ${langKey} AND l.rel = ${scope.rel} AND ${other} = ${scope.other}
+        OFFSET 0
+      ) AS linked
+      CROSS JOIN LATERAL (
+        SELECT id, created_at FROM records
+        WHERE lang_key = ${langKey} AND kind = ${kind} AND id = linked.id AND live AND ${filterCondition(filters)}
+        OFFSET 0
+      ) AS r
+      ORDER BY r.created_at, r.id
+      OFFSET (SELECT w.skip FROM w) LIMIT (SELECT CASE WHEN w.branch = 'links' THEN w.size ELSE 0 END FROM w)
+    )`;
+  }
+
+  return db.one(sql.type(listRow)`
+    WITH c AS MATERIALIZED (${counted}),
+    bounds AS MATERIALIZED (
+      SELECT c.total, q.start, greatest(least(${request.perPage}::int8, c.total - q.start), 0) AS size
+      FROM c, (SELECT (${request.page}::int8 - 1) * ${request.perPage} AS start) AS q
+    ),
+    -- Which branch reads the page (the others get LIMIT 0 and read nothing) and how many rows it skips.
+    w AS MATERIALIZED (
+      SELECT size, CASE WHEN branch = 'backward' THEN total - start - size ELSE start END AS skip, branch
+      FROM (
+        SELECT *, CASE
+          WHEN size = 0 THEN 'none'
+          WHEN ${fromLinks} THEN 'links'
+          WHEN start * 2 + size > total THEN 'backward'
+          ELSE 'forward'
+        END AS branch
+        FROM bounds
+      ) AS chosen
+    ),
+    -- The constant LIMIT tells the planner the page is small (it cannot see the window's size).
+    page AS (SELECT id FROM (${walk(false)} UNION ALL ${walk(true)} ${linked}) AS branches LIMIT ${request.perPage}::int8)
+    SELECT
+      ${parentLive} AS parent_live,
+      (SELECT total FROM c) AS total,
+      (SELECT counter_rows FROM c) AS counter_rows,
+      coalesce((
+        SELECT '[' || string_agg(row_to_json(item)::text, ',' ORDER BY r.created_at, r.id) || ']'
+        FROM page
+        JOIN records r ON r.lang_key = ${langKey} AND r.kind = ${kind} AND r.id = page.id
+        CROSS JOIN LATERAL (SELECT ${itemColumns(langKey, request.shape)}) AS item
+      ), '[]') AS data
   `);
+}
+
+/**
+ * Folds the counter rows of a (language, kind) into one (migrations/0003)
+ * and, when there were many, vacuums the counter table, so that the sum an
+ * unfiltered list reads is over a few rows and pages again.
+ */
+export async function foldRecordCount(db: CommonQueryMethods, langKey: number, kind: RecordKind, vacuum: boolean): Promise<void> {
+  await db.query(sql.unsafe`SELECT record_count_fold(${langKey}, ${kind})`);
+  if (vacuum) await db.query(sql.unsafe`VACUUM (ANALYZE) record_count_deltas`);
 }
 
 /**
