@@ -25,6 +25,10 @@ const READ_DURATION_S = Number(process.env['BENCH_READ_DURATION_S'] ?? 20);
 const BULK_LINES = Number(process.env['BENCH_BULK_LINES'] ?? 1_000_000);
 const BULK_TIMEOUT_S = Number(process.env['BENCH_BULK_TIMEOUT_S'] ?? 240);
 const CATEGORIES = 1_000;
+/** Comma-separated subset of writes,bulk,reads (all by default): for profiling one phase. */
+const PHASES = new Set((process.env['BENCH_PHASES'] ?? 'writes,bulk,reads').split(','));
+/** When set, the API and worker write V8 CPU profiles (--cpu-prof) into this directory. */
+const PROFILE_DIR = process.env['BENCH_PROFILE_DIR'];
 
 const databaseName = `commerce_bench_${process.pid}`;
 const databaseUrl = `${POSTGRES}/${databaseName}`;
@@ -44,9 +48,10 @@ async function freePort(): Promise<number> {
   });
 }
 
-function start(script: string, args: string[], env: Record<string, string>): ChildProcess {
+function start(script: string, args: string[], env: Record<string, string>, profile = false): ChildProcess {
   // One node process with tsx as a loader, so the pid (and /proc memory) is the real process's.
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const flags = profile && PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : [];
+  const child = spawn(process.execPath, [...flags, '--import', 'tsx', script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return child;
 }
@@ -144,8 +149,8 @@ async function main() {
 
   const apiPort = await freePort();
   const common = { DATABASE_URL: databaseUrl, REDIS_URL, QUEUE_PREFIX: `bench${process.pid}`, LOG_LEVEL: 'error', ADMIN_PASSWORD: 'bench', HOST: '127.0.0.1' };
-  const api = start('bin/api.ts', [], { ...common, PORT: String(apiPort) });
-  const worker = start('bin/worker.ts', [], { ...common, WORKER_CONCURRENCY: '4', WORKER_METRICS_PORT: '0' });
+  const api = start('bin/api.ts', [], { ...common, PORT: String(apiPort) }, true);
+  const worker = start('bin/worker.ts', [], { ...common, WORKER_CONCURRENCY: '4', WORKER_METRICS_PORT: '0' }, true);
   const base = `http://127.0.0.1:${apiPort}`;
   await waitFor(`${base}/healthz`);
   const token = ((await (await fetch(`${base}/oauth/token`, {
@@ -168,154 +173,160 @@ async function main() {
     return (Date.now() - started) / 1000;
   };
 
-  // Phase 1: single writes, the floor first so our worker's catch-up does not overlap it.
-  await psql(`CREATE TABLE floor_records (LIKE records INCLUDING DEFAULTS INCLUDING INDEXES)`);
-  const floorPort = await freePort();
-  const floor = start('bench/floor-server.ts', [String(floorPort), databaseUrl], {});
-  await sleep(1500);
-  const body = JSON.stringify({ product: { id: '[<id>]', name: 'Bench product', price: 9.99, category_ids: ['c1', 'c2', 'c3'] } });
-  log(`single writes: floor, ${DURATION_S}s at 32 connections`);
-  let watch = new MemoryWatch({ floor });
-  const floorResult = await load(`http://127.0.0.1:${floorPort}/`, { connections: 32, duration: DURATION_S, method: 'POST', body, headers: { 'content-type': 'application/json' } });
-  watch.stop();
-  floor.kill('SIGTERM');
-  log(`single writes: service, ${DURATION_S}s at 32 connections`);
-  watch = new MemoryWatch({ api, worker });
-  const ours = await load(`${base}/api/v1/languages/bench/products`, { connections: 32, duration: DURATION_S, method: 'POST', body, headers: auth });
-  const backlog = await pending();
-  const catchUp = await drainTime(120);
-  const singleMemory = watch.stop();
-  results['single_writes'] = {
-    service: ours,
-    floor: floorResult,
-    ratio_rps: Number((ours.requests_per_s / floorResult.requests_per_s).toFixed(2)),
-    ratio_p99: Number((ours.p99_ms / Math.max(floorResult.p99_ms, 1)).toFixed(2)),
-    targets: { ratio_rps: '>= 0.75', ratio_p99: '<= 2' },
-    backlog_when_load_stopped: backlog,
-    drain_s: catchUp,
-    drain_target_s: 2,
-    peak_rss_mib: singleMemory,
-  };
-
-  // Phase 2: bulk. Categories first, then the catalogue file (10% of products name a missing category).
-  const file = path.join(tmpdir(), `bench-${process.pid}.ndjson`);
-  const out = createWriteStream(file);
-  for (let index = 0; index < BULK_LINES; index += 1) {
-    const categories = [0, 1, 2].map((offset) => (index % 10 === 0 && offset === 0 ? `missing-${index}` : `cat-${(index + offset * 7) % CATEGORIES}`));
-    const line = `{"product":{"id":"p${index}","name":"Product ${index}","price":${(index % 1000) / 10},"category_ids":${JSON.stringify(categories)}}}\n`;
-    if (!out.write(line)) await new Promise<void>((resolve) => out.once("drain", () => resolve()));
+  if (PHASES.has('writes')) {
+    // Phase 1: single writes, the floor first so our worker's catch-up does not overlap it.
+    await psql(`CREATE TABLE floor_records (LIKE records INCLUDING DEFAULTS INCLUDING INDEXES)`);
+    const floorPort = await freePort();
+    const floor = start('bench/floor-server.ts', [String(floorPort), databaseUrl], {});
+    await sleep(1500);
+    const body = JSON.stringify({ product: { id: '[<id>]', name: 'Bench product', price: 9.99, category_ids: ['c1', 'c2', 'c3'] } });
+    log(`single writes: floor, ${DURATION_S}s at 32 connections`);
+    const floorWatch = new MemoryWatch({ floor });
+    const floorResult = await load(`http://127.0.0.1:${floorPort}/`, { connections: 32, duration: DURATION_S, method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    floorWatch.stop();
+    floor.kill('SIGTERM');
+    log(`single writes: service, ${DURATION_S}s at 32 connections`);
+    const watch = new MemoryWatch({ api, worker });
+    const ours = await load(`${base}/api/v1/languages/bench/products`, { connections: 32, duration: DURATION_S, method: 'POST', body, headers: auth });
+    const backlog = await pending();
+    const catchUp = await drainTime(120);
+    const singleMemory = watch.stop();
+    results['single_writes'] = {
+      service: ours,
+      floor: floorResult,
+      ratio_rps: Number((ours.requests_per_s / floorResult.requests_per_s).toFixed(2)),
+      ratio_p99: Number((ours.p99_ms / Math.max(floorResult.p99_ms, 1)).toFixed(2)),
+      targets: { ratio_rps: '>= 0.75', ratio_p99: '<= 2' },
+      backlog_when_load_stopped: backlog,
+      drain_s: catchUp,
+      drain_target_s: 2,
+      peak_rss_mib: singleMemory,
+    };
   }
-  await new Promise<void>((resolve) => out.end(() => resolve()));
-  const categoriesFile = Array.from({ length: CATEGORIES }, (_, index) => `{"category":{"id":"cat-${index}","name":"Category ${index}"}}`).join('\n');
-  const categoryUpload = await fetch(`${base}/api/v1/languages/bulk/bulk`, { method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: categoriesFile });
-  const categoryJob = ((await categoryUpload.json()) as { bulk_job: { id: string } }).bulk_job.id;
-  for (;;) {
-    const status = ((await (await fetch(`${base}/api/v1/languages/bulk/bulk/${categoryJob}`, { headers: auth })).json()) as { bulk_job: { status: string } }).bulk_job.status;
-    if (status === 'completed') break;
-    await sleep(100);
-  }
-  await drainTime(60);
 
-  log(`bulk: ${BULK_LINES} lines, capped at ${BULK_TIMEOUT_S}s`);
-  watch = new MemoryWatch({ api, worker });
-  const bulkStarted = Date.now();
-  const upload = await fetch(`${base}/api/v1/languages/bulk/bulk`, {
-    method: 'POST',
-    headers: { ...auth, 'content-type': 'application/x-ndjson' },
-    body: Readable.toWeb(createReadStream(file)) as unknown as BodyInit,
-    duplex: 'half',
-  } as RequestInit);
-  const uploaded = (Date.now() - bulkStarted) / 1000;
-  const location = upload.headers.get('location')!;
-  let bulkStatus = { status: 'queued', saved: 0, failed: 0, lines: 0 };
-  while (Date.now() - bulkStarted < BULK_TIMEOUT_S * 1000) {
-    bulkStatus = ((await (await fetch(`${base}${location}`, { headers: auth })).json()) as { bulk_job: typeof bulkStatus }).bulk_job;
-    if (bulkStatus.status === 'completed' || bulkStatus.status === 'failed') break;
-    await sleep(250);
-  }
-  const bulkElapsed = (Date.now() - bulkStarted) / 1000;
-  const bulkMemory = watch.stop();
-  const processed = bulkStatus.saved + bulkStatus.failed;
-  results['bulk'] = {
-    lines: BULK_LINES,
-    upload_s: uploaded,
-    status: bulkStatus.status,
-    processed_lines: processed,
-    elapsed_s: bulkElapsed,
-    lines_per_s: Math.round(processed / Math.max(bulkElapsed - uploaded, 0.001)),
-    projected_s_for_all: bulkStatus.status === 'completed' ? bulkElapsed : Math.round(uploaded + BULK_LINES / Math.max(processed / Math.max(bulkElapsed - uploaded, 0.001), 1)),
-    outbox_pending_at_end: await pending(),
-    peak_rss_mib: bulkMemory,
-  };
-
-  // Bulk floor: COPY of the same final rows into tables of the same shape.
-  await psql(`CREATE TABLE floor_links (LIKE links INCLUDING DEFAULTS INCLUDING INDEXES); CREATE TABLE floor_audit (LIKE audit_log INCLUDING DEFAULTS INCLUDING INDEXES)`);
-  const floorStarted = Date.now();
-  const now = new Date().toISOString();
-  async function* productRows() {
+  if (PHASES.has('bulk')) {
+    // Phase 2: bulk. Categories first, then the catalogue file (10% of products name a missing category).
+    const file = path.join(tmpdir(), `bench-${process.pid}.ndjson`);
+    const out = createWriteStream(file);
     for (let index = 0; index < BULK_LINES; index += 1) {
-      yield `2\tproduct\tp${index}\t{"name":"Product ${index}","price":${(index % 1000) / 10}}\t{"name":${index},"price":${index}}\ttrue\t${index}\t${index}\t0\t${now}\t${now}\ttrue\t\\N\n`;
+      const categories = [0, 1, 2].map((offset) => (index % 10 === 0 && offset === 0 ? `missing-${index}` : `cat-${(index + offset * 7) % CATEGORIES}`));
+      const line = `{"product":{"id":"p${index}","name":"Product ${index}","price":${(index % 1000) / 10},"category_ids":${JSON.stringify(categories)}}}\n`;
+      if (!out.write(line)) await new Promise<void>((resolve) => out.once("drain", () => resolve()));
     }
-  }
-  async function* linkRows() {
-    for (let index = 0; index < BULK_LINES; index += 1) {
-      for (const offset of [0, 1, 2]) {
-        const category = index % 10 === 0 && offset === 0 ? `missing-${index}` : `cat-${(index + offset * 7) % CATEGORIES}`;
-        yield `2\tproduct_category\tp${index}\t${category}\t${index}\n`;
+    await new Promise<void>((resolve) => out.end(() => resolve()));
+    const categoriesFile = Array.from({ length: CATEGORIES }, (_, index) => `{"category":{"id":"cat-${index}","name":"Category ${index}"}}`).join('\n');
+    const categoryUpload = await fetch(`${base}/api/v1/languages/bulk/bulk`, { method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: categoriesFile });
+    const categoryJob = ((await categoryUpload.json()) as { bulk_job: { id: string } }).bulk_job.id;
+    for (;;) {
+      const status = ((await (await fetch(`${base}/api/v1/languages/bulk/bulk/${categoryJob}`, { headers: auth })).json()) as { bulk_job: { status: string } }).bulk_job.status;
+      if (status === 'completed') break;
+      await sleep(100);
+    }
+    await drainTime(60);
+
+    log(`bulk: ${BULK_LINES} lines, capped at ${BULK_TIMEOUT_S}s`);
+    const watch = new MemoryWatch({ api, worker });
+    const bulkStarted = Date.now();
+    const upload = await fetch(`${base}/api/v1/languages/bulk/bulk`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/x-ndjson' },
+      body: Readable.toWeb(createReadStream(file)) as unknown as BodyInit,
+      duplex: 'half',
+    } as RequestInit);
+    const uploaded = (Date.now() - bulkStarted) / 1000;
+    const location = upload.headers.get('location')!;
+    let bulkStatus = { status: 'queued', saved: 0, failed: 0, lines: 0 };
+    while (Date.now() - bulkStarted < BULK_TIMEOUT_S * 1000) {
+      bulkStatus = ((await (await fetch(`${base}${location}`, { headers: auth })).json()) as { bulk_job: typeof bulkStatus }).bulk_job;
+      if (bulkStatus.status === 'completed' || bulkStatus.status === 'failed') break;
+      await sleep(250);
+    }
+    const bulkElapsed = (Date.now() - bulkStarted) / 1000;
+    const bulkMemory = watch.stop();
+    const processed = bulkStatus.saved + bulkStatus.failed;
+    results['bulk'] = {
+      lines: BULK_LINES,
+      upload_s: uploaded,
+      status: bulkStatus.status,
+      processed_lines: processed,
+      elapsed_s: bulkElapsed,
+      lines_per_s: Math.round(processed / Math.max(bulkElapsed - uploaded, 0.001)),
+      projected_s_for_all: bulkStatus.status === 'completed' ? bulkElapsed : Math.round(uploaded + BULK_LINES / Math.max(processed / Math.max(bulkElapsed - uploaded, 0.001), 1)),
+      outbox_pending_at_end: await pending(),
+      peak_rss_mib: bulkMemory,
+    };
+
+    // Bulk floor: COPY of the same final rows into tables of the same shape.
+    await psql(`CREATE TABLE floor_links (LIKE links INCLUDING DEFAULTS INCLUDING INDEXES); CREATE TABLE floor_audit (LIKE audit_log INCLUDING DEFAULTS INCLUDING INDEXES)`);
+    const floorStarted = Date.now();
+    const now = new Date().toISOString();
+    async function* productRows() {
+      for (let index = 0; index < BULK_LINES; index += 1) {
+        yield `2\tproduct\tp${index}\t{"name":"Product ${index}","price":${(index % 1000) / 10}}\t{"name":${index},"price":${index}}\ttrue\t${index}\t${index}\t0\t${now}\t${now}\ttrue\t\\N\n`;
       }
     }
-  }
-  async function* auditRows() {
-    for (let index = 0; index < BULK_LINES; index += 1) {
-      yield `1\t2\tbulk\tproduct\tp${index}\tcreate\tclient\treq\t${index}\t{}\n`;
-      if (index % 10 === 0) yield `1\t2\tbulk\tcategory\tmissing-${index}\tstub\tsystem\treq\t${index}\t{}\n`;
-      for (const offset of [0, 1, 2]) yield `1\t2\tbulk\tproduct\tp${index}\tlink\tsystem\treq\t${index}\t{"category_ids":"${offset}"}\n`;
+    async function* linkRows() {
+      for (let index = 0; index < BULK_LINES; index += 1) {
+        for (const offset of [0, 1, 2]) {
+          const category = index % 10 === 0 && offset === 0 ? `missing-${index}` : `cat-${(index + offset * 7) % CATEGORIES}`;
+          yield `2\tproduct_category\tp${index}\t${category}\t${index}\n`;
+        }
+      }
     }
+    async function* auditRows() {
+      for (let index = 0; index < BULK_LINES; index += 1) {
+        yield `1\t2\tbulk\tproduct\tp${index}\tcreate\tclient\treq\t${index}\t{}\n`;
+        if (index % 10 === 0) yield `1\t2\tbulk\tcategory\tmissing-${index}\tstub\tsystem\treq\t${index}\t{}\n`;
+        for (const offset of [0, 1, 2]) yield `1\t2\tbulk\tproduct\tp${index}\tlink\tsystem\treq\t${index}\t{"category_ids":"${offset}"}\n`;
+      }
+    }
+    await copyRows('floor_records', 'lang_key, kind, id, data, stamps, live, created_seq, write_seq, deleted_seq, created_at, updated_at, w_live, w_ref', productRows());
+    await copyRows('floor_links', 'lang_key, rel, a, b, seq', linkRows());
+    await copyRows('floor_audit', 'account_id, lang_key, language_id, kind, record_id, action, actor, request_id, write_seq, changes', auditRows());
+    const floorBulk = (Date.now() - floorStarted) / 1000;
+    (results['bulk'] as Record<string, unknown>)['floor_copy_s'] = floorBulk;
+    (results['bulk'] as Record<string, unknown>)['ratio'] = Number(((results['bulk'] as { projected_s_for_all: number }).projected_s_for_all / floorBulk).toFixed(2));
+    (results['bulk'] as Record<string, unknown>)['targets'] = { seconds: '< 60', ratio: '<= 2' };
+    await rm(file, { force: true });
   }
-  await copyRows('floor_records', 'lang_key, kind, id, data, stamps, live, created_seq, write_seq, deleted_seq, created_at, updated_at, w_live, w_ref', productRows());
-  await copyRows('floor_links', 'lang_key, rel, a, b, seq', linkRows());
-  await copyRows('floor_audit', 'account_id, lang_key, language_id, kind, record_id, action, actor, request_id, write_seq, changes', auditRows());
-  const floorBulk = (Date.now() - floorStarted) / 1000;
-  (results['bulk'] as Record<string, unknown>)['floor_copy_s'] = floorBulk;
-  (results['bulk'] as Record<string, unknown>)['ratio'] = Number(((results['bulk'] as { projected_s_for_all: number }).projected_s_for_all / floorBulk).toFixed(2));
-  (results['bulk'] as Record<string, unknown>)['targets'] = { seconds: '< 60', ratio: '<= 2' };
-  await rm(file, { force: true });
 
-  // Phase 3: reads on a 1,000,000-product language. Whatever the bulk phase did not reach is inserted directly,
-  // and the worker is stopped first so an unfinished bulk job does not load the machine during the reads.
-  worker.kill('SIGTERM');
-  await new Promise((resolve) => worker.once('exit', resolve));
-  const langKey = (await psql(`SELECT lang_key FROM languages WHERE id = 'bulk' AND deleted_at IS NULL`)).rows[0].lang_key as number;
-  const have = Number((await psql(`SELECT count(*) FROM records WHERE lang_key = $1 AND kind = 'product' AND live`, [langKey])).rows[0].count);
-  if (have < BULK_LINES) {
-    log(`reads: topping up ${BULK_LINES - have} products directly`);
-    await psql(
-      `INSERT INTO records (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at, w_live)
-       SELECT $1, 'product', 'p' || g, jsonb_build_object('name', 'Product ' || g), '{}', true, 0, 0,
-              now() - (g || ' milliseconds')::interval, now(), true
-       FROM generate_series(0, $2 - 1) g
-       ON CONFLICT DO NOTHING`,
-      [langKey, BULK_LINES],
-    );
-  }
-  await psql(`VACUUM ANALYZE records`);
-  watch = new MemoryWatch({ api });
-  const reads: Record<string, unknown> = {};
-  for (const [name, url, target] of [
-    ['page_1', `${base}/api/v2/languages/bulk/products?page=1&per_page=250`, 20],
-    ['page_1000', `${base}/api/v2/languages/bulk/products?page=1000&per_page=250`, 100],
-    ['sub_listing', `${base}/api/v2/languages/bulk/products/p1/categories`, 20],
-  ] as const) {
-    const probe = await fetch(url, { headers: auth });
-    if (probe.status !== 200) {
-      reads[name] = { skipped: `answered ${probe.status}` };
-      continue;
+  if (PHASES.has('reads')) {
+    // Phase 3: reads on a 1,000,000-product language. Whatever the bulk phase did not reach is inserted directly,
+    // and the worker is stopped first so an unfinished bulk job does not load the machine during the reads.
+    worker.kill('SIGTERM');
+    await new Promise((resolve) => worker.once('exit', resolve));
+    const langKey = (await psql(`SELECT lang_key FROM languages WHERE id = 'bulk' AND deleted_at IS NULL`)).rows[0].lang_key as number;
+    const have = Number((await psql(`SELECT count(*) FROM records WHERE lang_key = $1 AND kind = 'product' AND live`, [langKey])).rows[0].count);
+    if (have < BULK_LINES) {
+      log(`reads: topping up ${BULK_LINES - have} products directly`);
+      await psql(
+        `INSERT INTO records (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at, w_live)
+         SELECT $1, 'product', 'p' || g, jsonb_build_object('name', 'Product ' || g), '{}', true, 0, 0,
+                now() - (g || ' milliseconds')::interval, now(), true
+         FROM generate_series(0, $2 - 1) g
+         ON CONFLICT DO NOTHING`,
+        [langKey, BULK_LINES],
+      );
     }
-    log(`reads: ${name}, ${READ_DURATION_S}s at 8 connections`);
-    reads[name] = { ...(await load(url, { connections: 8, duration: READ_DURATION_S, headers: auth })), target_p99_ms: target };
+    await psql(`VACUUM ANALYZE records`);
+    const watch = new MemoryWatch({ api });
+    const reads: Record<string, unknown> = {};
+    for (const [name, url, target] of [
+      ['page_1', `${base}/api/v2/languages/bulk/products?page=1&per_page=250`, 20],
+      ['page_1000', `${base}/api/v2/languages/bulk/products?page=1000&per_page=250`, 100],
+      ['sub_listing', `${base}/api/v2/languages/bulk/products/p1/categories`, 20],
+    ] as const) {
+      const probe = await fetch(url, { headers: auth });
+      if (probe.status !== 200) {
+        reads[name] = { skipped: `answered ${probe.status}` };
+        continue;
+      }
+      log(`reads: ${name}, ${READ_DURATION_S}s at 8 connections`);
+      reads[name] = { ...(await load(url, { connections: 8, duration: READ_DURATION_S, headers: auth })), target_p99_ms: target };
+    }
+    reads['peak_rss_mib'] = watch.stop();
+    results['reads'] = reads;
   }
-  reads['peak_rss_mib'] = watch.stop();
-  results['reads'] = reads;
 }
 
 function table() {

@@ -49,5 +49,9 @@ export async function createDatabase(connectionUri: string, options: PoolOptions
     idleTimeout: 10_000,
     connectionTimeout: 5_000,
     captureStackTrace: false,
+    // slonik's default sends DISCARD ALL after every release: a second round trip per query, and it throws away
+    // the plans of write_record and the other cached statements. Nothing here keeps session state on a pooled
+    // connection (transactions use SET TRANSACTION / xact locks; LISTEN has its own client), so there is nothing to reset.
+    resetConnection: async () => {},
   });
 }

@@ -59,6 +59,7 @@ export async function deleteLanguage(context: LanguageContext, languageId: strin
     });
     return deleted;
   });
+  forgetLanguageForWrites(context.db, context.accountId, languageId);
   if (row) context.notifier.notify(row.lang_key);
   return row ? toLanguageResponse(row) : { id: languageId };
 }
@@ -71,4 +72,36 @@ export async function requireLanguage(db: Database, accountId: number, languageI
   const row = await findLanguage(db, accountId, languageId);
   if (!row) throw new LanguageNotFoundError(languageId);
   return row;
+}
+
+const WRITE_CACHE_TTL_MS = 60_000;
+const WRITE_CACHE_MAX = 10_000;
+
+/** Per pool (so two databases in one process never share entries): `${accountId}:${languageId}` → row and expiry. */
+const writeCaches = new WeakMap<Database, Map<string, { row: LanguageRow; expires: number }>>();
+
+/**
+ * requireLanguage for writes, cached per process: a write checks in its own
+ * statement that the language is still live (and reports 'language-gone'),
+ * so a stale entry can never land a write in a deleted language. Reads do
+ * not use it. `fresh` bypasses the cache.
+ * @throws {LanguageNotFoundError}
+ */
+export async function languageForWrites(db: Database, accountId: number, languageId: string, fresh = false): Promise<LanguageRow> {
+  let cache = writeCaches.get(db);
+  if (!cache) writeCaches.set(db, (cache = new Map()));
+  const key = `${accountId}:${languageId}`;
+  const hit = cache.get(key);
+  if (!fresh && hit && hit.expires > Date.now()) return hit.row;
+  const row = await requireLanguage(db, accountId, languageId).catch((error: unknown) => {
+    cache.delete(key);
+    throw error;
+  });
+  if (cache.size >= WRITE_CACHE_MAX) cache.clear();
+  cache.set(key, { row, expires: Date.now() + WRITE_CACHE_TTL_MS });
+  return row;
+}
+
+export function forgetLanguageForWrites(db: Database, accountId: number, languageId: string): void {
+  writeCaches.get(db)?.delete(`${accountId}:${languageId}`);
 }

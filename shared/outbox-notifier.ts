@@ -16,6 +16,9 @@ const WINDOW_MS = 50;
  * request of its window; every audit entry still carries its own request id.
  */
 export class OutboxNotifier {
+  /** The last window each language was enqueued for: later writes of that window need no Redis call. */
+  private readonly enqueued = new Map<number, number>();
+
   constructor(
     private readonly queue: Queue | undefined,
     private readonly logger: Logger,
@@ -32,6 +35,9 @@ export class OutboxNotifier {
   notify(langKey: number, requestId: string | undefined = currentRequestId()): void {
     if (!this.queue) return;
     const window = Math.floor(Date.now() / WINDOW_MS);
+    if (this.enqueued.get(langKey) === window) return;
+    if (this.enqueued.size > 10_000) this.enqueued.clear();
+    this.enqueued.set(langKey, window);
     this.queue
       .add('apply-outbox', withRequestId({ langKey }, requestId), { jobId: `apply-${langKey}-${window}` })
       .catch((error: Error) => this.logger.warn({ err: error.message, lang_key: langKey }, 'enqueue failed; the sweeper will pick the change up'));

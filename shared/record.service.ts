@@ -1,4 +1,4 @@
-import type { CommonQueryMethods, DatabaseTransactionConnection } from 'slonik';
+import type { CommonQueryMethods } from 'slonik';
 import type { Database } from './db.js';
 import { LanguageNotFoundError, RecordNotFoundError, ValidationError } from './errors.js';
 import type { OutboxNotifier } from './outbox-notifier.js';
@@ -9,12 +9,12 @@ import {
   findProfileByEmail,
   insertOutboxEntry,
   shareLockLiveRecord,
-  upsertRecord,
+  writeRecord,
   type OutboxFields,
   type StoredRecord,
   type WrittenRecord,
 } from './repositories/record.repository.js';
-import { requireLanguage } from './language.service.js';
+import { forgetLanguageForWrites, languageForWrites, requireLanguage } from './language.service.js';
 import { parseEnvelope } from './schemas/envelope.js';
 import { isStorableText } from './schemas/primitives.js';
 import { KINDS, type KindDefinition, type RecordKind } from './schemas/record-kinds.js';
@@ -26,8 +26,6 @@ export interface WriteContext {
   clientId: string;
   requestId: string;
 }
-
-const MAX_ATTEMPTS = 5;
 
 /** The interface generation of a write: v1 POST bodies or v2 PUT bodies (products and categories). */
 export type Generation = 'v1' | 'v2';
@@ -162,26 +160,16 @@ export async function prepareWrite(
 }
 
 /**
- * Stores a prepared write inside the caller's transaction (which has run
- * beginLanguageWrite). A write overtaken by a higher-numbered concurrent write
- * of the same record is retried with a new number; the row lock is then ours.
+ * Stores a prepared write, in the caller's transaction or alone.
  * @returns null when the language was deleted meanwhile.
  */
 export async function storePrepared(
-  tx: DatabaseTransactionConnection,
+  db: CommonQueryMethods,
   langKey: number,
   prepared: PreparedWrite,
   outbox: OutboxFields,
 ): Promise<WrittenRecord | null> {
-  for (let attempt = 1; ; attempt += 1) {
-    const result = await upsertRecord(tx, langKey, prepared.kind, prepared.id, prepared.fields, prepared.times, {
-      ...outbox,
-      payload: prepared.payload,
-    });
-    if (result.status === 'written') return result.record;
-    if (result.status === 'language-gone') return null;
-    if (attempt === MAX_ATTEMPTS) throw new Error(`write of ${prepared.kind} ${prepared.id} overtaken ${attempt} times`);
-  }
+  return writeRecord(db, langKey, prepared.kind, prepared.id, prepared.fields, prepared.times, { ...outbox, payload: prepared.payload });
 }
 
 /** The response record: stored fields (of the write's generation) plus the list fields this write sent. */
@@ -198,21 +186,32 @@ export function presentWrite(prepared: PreparedWrite, record: StoredRecord): Rec
  * @throws {ValidationError} per CONTRACT 4 and 8. @throws {LanguageNotFoundError}
  */
 export async function saveRecord(context: WriteContext, languageId: string, kind: RecordKind, body: unknown, generation: Generation = 'v1') {
-  const language = await requireLanguage(context.db, context.accountId, languageId);
-  const prepared = await prepareWrite(context.db, language.lang_key, kind, body, generation);
-  const record = await context.db.transaction(async (tx) => {
-    await beginLanguageWrite(tx, language.lang_key);
-    return storePrepared(tx, language.lang_key, prepared, {
+  // The language usually comes from a per-process cache; the write itself checks that it is still live.
+  for (let fresh = false; ; fresh = true) {
+    const language = await languageForWrites(context.db, context.accountId, languageId, fresh);
+    let prepared: PreparedWrite;
+    try {
+      prepared = await prepareWrite(context.db, language.lang_key, kind, body, generation);
+    } catch (error) {
+      // A deleted language answers 404 before any validation error (CONTRACT 4), even while cached here.
+      if (!fresh) await requireLanguage(context.db, context.accountId, languageId);
+      throw error;
+    }
+    const record = await storePrepared(context.db, language.lang_key, prepared, {
       accountId: context.accountId,
       languageId,
       actor: context.clientId,
       requestId: context.requestId,
       payload: prepared.payload,
     });
-  });
-  if (!record) throw new LanguageNotFoundError(languageId);
-  context.notifier.notify(language.lang_key);
-  return presentWrite(prepared, record);
+    if (record) {
+      context.notifier.notify(language.lang_key);
+      return presentWrite(prepared, record);
+    }
+    forgetLanguageForWrites(context.db, context.accountId, languageId);
+    // Deleted, or deleted and created again under a new key since it was cached: look once more.
+    if (fresh) throw new LanguageNotFoundError(languageId);
+  }
 }
 
 /**

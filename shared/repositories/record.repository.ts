@@ -20,6 +20,15 @@ export type StoredRecord = z.infer<typeof storedRecord>;
 const writtenRecord = storedRecord.extend({ seq: z.number() });
 export type WrittenRecord = z.infer<typeof writtenRecord>;
 
+const writeOutcome = z.object({
+  status: z.enum(['written', 'language-gone']),
+  id: z.string().nullable(),
+  data: z.record(z.unknown()).nullable(),
+  created_at: z.string().nullable(),
+  updated_at: z.string().nullable(),
+  seq: z.number().nullable(),
+});
+
 export interface OutboxFields {
   accountId: number;
   languageId: string;
@@ -38,65 +47,32 @@ export async function beginLanguageWrite(tx: DatabaseTransactionConnection, lang
   await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock_shared(${LOCK_LANGUAGE}, ${langKey}::int)`);
 }
 
-export type UpsertOutcome = { status: 'written'; record: WrittenRecord } | { status: 'language-gone' } | { status: 'overtaken' };
-
 /**
  * Creates or merges a record and queues its effects in the outbox, in one
- * statement. The sequence number is taken before the row lock on insert, so an
- * update that lost a race to a higher-numbered write is refused ('overtaken')
- * and the caller retries: stamps only ever grow.
+ * round trip (migrations/0005_write_record.sql): takes the language's shared
+ * lock, then a write number, and retries with a new number when a
+ * higher-numbered write of the same record got there first, so stamps only
+ * ever grow. Runs in the caller's transaction, or alone in its own.
+ * @returns null when the language is gone (deleted, or deleted while we waited).
  */
-export async function upsertRecord(
-  tx: DatabaseTransactionConnection,
+export async function writeRecord(
+  db: CommonQueryMethods,
   langKey: number,
   kind: RecordKind,
   id: string,
   fields: Record<string, unknown>,
   times: { created_at?: string | null; updated_at?: string | null },
   outbox: OutboxFields,
-): Promise<UpsertOutcome> {
-  const names = Object.keys(fields);
-  const createdAt = times.created_at ? sql.fragment`${times.created_at}::timestamptz` : sql.fragment`NULL::timestamptz`;
-  const updatedAt = times.updated_at ? sql.fragment`${times.updated_at}::timestamptz` : sql.fragment`NULL::timestamptz`;
-  const row = await tx.maybeOne(sql.type(writtenRecord)`
-    WITH s AS (
-      SELECT nextval('write_seq') AS seq, date_trunc('milliseconds', clock_timestamp()) AS now
-    ),
-    w AS (
-      INSERT INTO records AS r (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at)
-      SELECT
-        ${langKey}, ${kind}, ${id}, ${sql.jsonb(fields as never)},
-        coalesce((SELECT jsonb_object_agg(name, s.seq) FROM unnest(${sql.array(names, 'text')}) AS name), '{}'::jsonb),
-        true, s.seq, s.seq, coalesce(${createdAt}, s.now), coalesce(${updatedAt}, s.now)
-      FROM s
-      WHERE EXISTS (SELECT 1 FROM languages WHERE lang_key = ${langKey} AND deleted_at IS NULL)
-      ON CONFLICT (lang_key, kind, id) DO UPDATE SET
-        data = CASE WHEN r.live THEN r.data || excluded.data ELSE excluded.data END,
-        stamps = CASE WHEN r.live THEN r.stamps || excluded.stamps ELSE excluded.stamps END,
-        live = true,
-        created_seq = CASE WHEN r.live THEN r.created_seq ELSE excluded.created_seq END,
-        write_seq = excluded.write_seq,
-        created_at = CASE
-          WHEN ${times.created_at ? true : false} OR NOT r.live THEN excluded.created_at
-          ELSE r.created_at
-        END,
-        updated_at = excluded.updated_at
-      WHERE r.write_seq < excluded.write_seq
-      RETURNING r.id, r.data, r.created_at, r.updated_at, r.write_seq AS seq
-    ),
-    o AS (
-      INSERT INTO outbox (seq, lang_key, account_id, language_id, kind, action, record_id, payload, actor, request_id)
-      SELECT w.seq, ${langKey}, ${outbox.accountId}, ${outbox.languageId}, ${kind}, 'upsert', w.id,
-             ${sql.jsonb(outbox.payload as never)}, ${outbox.actor}, ${outbox.requestId}
-      FROM w
+): Promise<WrittenRecord | null> {
+  const row = await db.one(sql.type(writeOutcome)`
+    SELECT status, id, data, created_at, updated_at, seq
+    FROM write_record(
+      ${langKey}, ${kind}, ${id}, ${sql.jsonb(fields as never)},
+      ${times.created_at ?? null}::timestamptz, ${times.updated_at ?? null}::timestamptz,
+      ${outbox.accountId}, ${outbox.languageId}, ${sql.jsonb(outbox.payload as never)}, ${outbox.actor}, ${outbox.requestId}
     )
-    SELECT id, data, created_at, updated_at, seq FROM w
   `);
-  if (row) return { status: 'written', record: row };
-  const languageLive = await tx.exists(sql.unsafe`
-    SELECT 1 FROM languages WHERE lang_key = ${langKey} AND deleted_at IS NULL
-  `);
-  return languageLive ? { status: 'overtaken' } : { status: 'language-gone' };
+  return row.status === 'written' ? writtenRecord.parse(row) : null;
 }
 
 /**
