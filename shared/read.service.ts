@@ -8,6 +8,7 @@ import {
   brandProductIds,
   countLanguages,
   foldRecordCount,
+  vacuumRecordCounts,
   linkedIds,
   listPage,
   pageOfLanguages,
@@ -146,6 +147,7 @@ const listJson = (query: ListQuery, total: number, data: string): ListJson =>
 const FOLD_COUNTER_ROWS = 256;
 /** Beyond this many folded rows the counter table is also vacuumed, so its scans skip the dead rows again. */
 const VACUUM_COUNTER_ROWS = 10_000;
+const VACUUM_DELAY_MS = 1_000;
 
 /** (language, kind) counters being folded, per pool: one fold at a time each. */
 const folding = new WeakMap<Database, Set<string>>();
@@ -157,8 +159,15 @@ function foldSoon(db: Database, langKey: number, kind: RecordKind, rows: number)
   const key = `${langKey}:${kind}`;
   if (keys.has(key)) return;
   keys.add(key);
-  foldRecordCount(db, langKey, kind, rows >= VACUUM_COUNTER_ROWS)
-    // A failed fold leaves the rows summed correctly; the next list tries again.
+  const fold = async () => {
+    await foldRecordCount(db, langKey, kind);
+    if (rows < VACUUM_COUNTER_ROWS) return;
+    // Statements that overlapped the fold still see its rows, and a vacuum now could not remove them.
+    await new Promise((resolve) => setTimeout(resolve, VACUUM_DELAY_MS));
+    await vacuumRecordCounts(db);
+  };
+  fold()
+    // A failed fold or vacuum leaves the rows summed correctly; the next list tries again.
     .catch(() => undefined)
     .finally(() => keys.delete(key));
 }

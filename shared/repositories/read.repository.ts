@@ -257,14 +257,18 @@ export async function listPage(db: CommonQueryMethods, langKey: number, request:
   `);
 }
 
-/**
- * Folds the counter rows of a (language, kind) into one (migrations/0003)
- * and, when there were many, vacuums the counter table, so that the sum an
- * unfiltered list reads is over a few rows and pages again.
- */
-export async function foldRecordCount(db: CommonQueryMethods, langKey: number, kind: RecordKind, vacuum: boolean): Promise<void> {
+/** Folds the counter rows of a (language, kind) into one (migrations/0003). */
+export async function foldRecordCount(db: CommonQueryMethods, langKey: number, kind: RecordKind): Promise<void> {
   await db.query(sql.unsafe`SELECT record_count_fold(${langKey}, ${kind})`);
-  if (vacuum) await db.query(sql.unsafe`VACUUM (ANALYZE) record_count_deltas`);
+}
+
+/**
+ * Vacuums the counter table, so a sum reads the few live rows of its key
+ * again instead of the dead ones a large fold left (a bitmap scan does not
+ * skip them). Not in a transaction.
+ */
+export async function vacuumRecordCounts(db: CommonQueryMethods): Promise<void> {
+  await db.query(sql.unsafe`VACUUM (ANALYZE) record_count_deltas`);
 }
 
 /**
