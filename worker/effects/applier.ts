@@ -21,7 +21,31 @@ import {
 
 type Tx = DatabaseTransactionConnection;
 
-const SYSTEM = 'system';
+export const SYSTEM = 'system';
+
+/** The audit entry of a change made while applying `entry` (numbered and timed as the entry). */
+export function auditOf(
+  entry: OutboxEntry,
+  kind: string,
+  recordId: string,
+  action: string,
+  actor: string,
+  changes: Record<string, unknown>,
+): AuditEntry {
+  return {
+    account_id: entry.account_id,
+    lang_key: entry.lang_key,
+    language_id: entry.language_id,
+    kind,
+    record_id: recordId,
+    action,
+    actor,
+    request_id: entry.request_id,
+    write_seq: entry.seq,
+    at: entry.accepted_at,
+    changes,
+  };
+}
 
 /**
  * Applies one outbox entry's effects as if it ran alone at its sequence
@@ -43,19 +67,7 @@ export class EntryApplier {
   }
 
   private audit(kind: string, recordId: string, action: string, actor: string, changes: Record<string, unknown>) {
-    this.audits.push({
-      account_id: this.entry.account_id,
-      lang_key: this.entry.lang_key,
-      language_id: this.entry.language_id,
-      kind,
-      record_id: recordId,
-      action,
-      actor,
-      request_id: this.entry.request_id,
-      write_seq: this.entry.seq,
-      at: this.entry.accepted_at,
-      changes,
-    });
+    this.audits.push(auditOf(this.entry, kind, recordId, action, actor, changes));
   }
 
   async apply(): Promise<void> {
@@ -161,7 +173,7 @@ export class EntryApplier {
   }
 
   /** Creates `kind`/`id` as a stub unless it exists at this point of the serial order. */
-  private async ensureStub(kind: RecordKind, id: string, requested: Record<string, unknown>) {
+  async ensureStub(kind: RecordKind, id: string, requested: Record<string, unknown>) {
     const seq = this.entry.seq;
     const key = this.key(kind, id);
     let row = await lockRow(this.tx, key);
@@ -214,4 +226,4 @@ export class EntryApplier {
   }
 }
 
-const unique = (ids: string[]) => [...new Set(ids)];
+export const unique = (ids: string[]) => [...new Set(ids)];

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Database } from '../../shared/db.js';
 import { EntryApplier } from './applier.js';
+import { applyRun, splitIntoSegments } from './batch-applier.js';
 import {
   deleteOutboxEntries,
   insertAuditEntries,
@@ -73,8 +74,10 @@ async function applyBatch(
 }
 
 /**
- * One batch in one transaction. `careful` wraps each entry in a savepoint and
- * stops at the first failure, so order is kept and the failure is recorded.
+ * One batch in one transaction, runs of independent upserts set-based
+ * (batch-applier.ts). `careful` applies one change at a time, each in a
+ * savepoint, and stops at the first failure, so order is kept and the failure
+ * is recorded.
  */
 async function runBatch(
   db: Database,
@@ -91,12 +94,14 @@ async function runBatch(
     const entries = await readOutboxBatch(tx, langKey, horizon, batchSize);
     const audits: AuditEntry[] = [];
     const applied: number[] = [];
-    for (const entry of entries) {
-      if (!careful) {
-        audits.push(...(await applyEntry(tx, entry)));
-        applied.push(entry.seq);
-        continue;
+    if (!careful) {
+      for (const segment of splitIntoSegments(entries)) {
+        if (segment.fast) audits.push(...(await applyRun(tx, segment.entries)));
+        else for (const entry of segment.entries) audits.push(...(await applyEntry(tx, entry)));
+        applied.push(...segment.entries.map((entry) => entry.seq));
       }
+    }
+    for (const entry of careful ? entries : []) {
       try {
         audits.push(...(await tx.transaction((savepoint) => applyEntry(savepoint, entry))));
         applied.push(entry.seq);

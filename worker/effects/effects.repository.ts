@@ -229,11 +229,14 @@ export type LinkSide = 'a' | 'b';
 export async function replaceLinks(tx: Tx, langKey: number, rel: string, side: LinkSide, writer: string, ids: string[], seq: number) {
   const mine = sql.identifier([side]);
   const other = sql.identifier([side === 'a' ? 'b' : 'a']);
-  const removed = await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
-    DELETE FROM links
-    WHERE lang_key = ${langKey} AND rel = ${rel} AND ${mine} = ${writer} AND NOT (${other} = ANY(${sql.array(ids, 'text')}))
-    RETURNING ${other} AS id
-  `);
+  // Sorted, so the audit entries come out the same whichever path (per change or set-based) applied them.
+  const removed = [
+    ...(await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+      DELETE FROM links
+      WHERE lang_key = ${langKey} AND rel = ${rel} AND ${mine} = ${writer} AND NOT (${other} = ANY(${sql.array(ids, 'text')}))
+      RETURNING ${other} AS id
+    `)),
+  ].sort();
   const added = ids.length === 0 ? [] : await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
     INSERT INTO links (lang_key, rel, ${mine}, ${other}, seq)
     SELECT ${langKey}, ${rel}, ${writer}, other_id, ${seq}
@@ -318,4 +321,129 @@ export async function markWritten(tx: Tx, key: RecordKey, sentRef: { value: stri
     WHERE r.lang_key = ${key.langKey} AND r.kind = ${key.kind} AND r.id = ${key.id}
     RETURNING old.w_live AS was_live
   `);
+}
+
+/* Set-based forms for runs of independent upserts (see batch-applier.ts). */
+
+const keyOf = (kind: string, id: string) => `${kind}\u0000${id}`;
+export { keyOf as targetKey };
+
+/**
+ * markWritten for many records of one kind at once.
+ * @returns id → whether it existed in the serial view just before (ids with no row are absent).
+ */
+export async function markWrittenMany(
+  tx: Tx,
+  langKey: number,
+  kind: string,
+  rows: ReadonlyArray<{ id: string; sentRef: { value: string | null } | undefined }>,
+): Promise<Map<string, boolean>> {
+  const result = await tx.any(sql.type(z.object({ id: z.string(), was_live: z.boolean() }))`
+    WITH input AS (
+      SELECT * FROM unnest(
+        ${sql.array(rows.map((row) => row.id), 'text')},
+        ${sql.array(rows.map((row) => row.sentRef !== undefined), 'bool')},
+        ${sql.array(rows.map((row) => row.sentRef?.value ?? null), 'text')}
+      ) AS t(id, sent, ref)
+    ),
+    old AS (
+      SELECT r.id, r.w_live, r.w_ref
+      FROM records r
+      JOIN input i ON i.id = r.id
+      WHERE r.lang_key = ${langKey} AND r.kind = ${kind}
+      ORDER BY r.id
+      FOR UPDATE OF r
+    )
+    UPDATE records r SET
+      w_live = true,
+      w_ref = CASE WHEN i.sent THEN i.ref WHEN old.w_live THEN old.w_ref ELSE NULL END
+    FROM input i
+    JOIN old ON old.id = i.id
+    WHERE r.lang_key = ${langKey} AND r.kind = ${kind} AND r.id = i.id
+    RETURNING r.id, old.w_live AS was_live
+  `);
+  return new Map(result.map((row) => [row.id, row.was_live]));
+}
+
+/** Locks the rows of `keys` that exist; returns their serial-view liveness by targetKey. */
+export async function lockTargets(tx: Tx, langKey: number, keys: ReadonlyArray<{ kind: string; id: string }>): Promise<Map<string, boolean>> {
+  if (keys.length === 0) return new Map();
+  const rows = await tx.any(sql.type(z.object({ kind: z.string(), id: z.string(), w_live: z.boolean() }))`
+    SELECT r.kind, r.id, r.w_live
+    FROM records r
+    JOIN unnest(${sql.array(keys.map((key) => key.kind), 'text')}, ${sql.array(keys.map((key) => key.id), 'text')}) AS t(kind, id)
+      ON r.kind = t.kind AND r.id = t.id
+    WHERE r.lang_key = ${langKey}
+    ORDER BY r.kind, r.id
+    FOR UPDATE OF r
+  `);
+  return new Map(rows.map((row) => [keyOf(row.kind, row.id), row.w_live]));
+}
+
+/**
+ * Stubs (no fields) where there is no row, each numbered by the change that
+ * first named it. Returns the targetKeys inserted; a key an API write
+ * inserted meanwhile is left out, and the caller treats it as existing.
+ */
+export async function insertStubsMany(
+  tx: Tx,
+  langKey: number,
+  stubs: ReadonlyArray<{ kind: string; id: string; seq: number; at: string }>,
+): Promise<Set<string>> {
+  if (stubs.length === 0) return new Set();
+  const rows = await tx.any(sql.type(z.object({ kind: z.string(), id: z.string() }))`
+    INSERT INTO records (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at, w_live, w_ref)
+    SELECT ${langKey}, t.kind, t.id, '{}', '{}', true, t.seq, t.seq, t.at, t.at, true, NULL
+    FROM unnest(
+      ${sql.array(stubs.map((stub) => stub.kind), 'text')},
+      ${sql.array(stubs.map((stub) => stub.id), 'text')},
+      ${sql.array(stubs.map((stub) => stub.seq), 'int8')},
+      ${sql.array(stubs.map((stub) => stub.at), 'timestamptz')}
+    ) AS t(kind, id, seq, at)
+    ORDER BY t.kind, t.id
+    ON CONFLICT (lang_key, kind, id) DO NOTHING
+    RETURNING kind, id
+  `);
+  return new Set(rows.map((row) => keyOf(row.kind, row.id)));
+}
+
+/**
+ * replaceLinks for many writers of one relation side at once: each writer's
+ * links become exactly its pairs. Writers must be distinct.
+ */
+export async function replaceLinksMany(
+  tx: Tx,
+  langKey: number,
+  rel: string,
+  side: LinkSide,
+  writers: readonly string[],
+  pairs: ReadonlyArray<{ writer: string; other: string; seq: number }>,
+): Promise<{ removed: Map<string, string[]>; added: Map<string, Set<string>> }> {
+  const mine = sql.identifier([side]);
+  const other = sql.identifier([side === 'a' ? 'b' : 'a']);
+  const pairWriters = sql.array(pairs.map((pair) => pair.writer), 'text');
+  const pairOthers = sql.array(pairs.map((pair) => pair.other), 'text');
+  const removedRows = await tx.any(sql.type(z.object({ writer: z.string(), other: z.string() }))`
+    DELETE FROM links l
+    USING unnest(${sql.array(writers, 'text')}) AS w(id)
+    WHERE l.lang_key = ${langKey} AND l.rel = ${rel} AND l.${mine} = w.id
+      AND (l.${mine}, l.${other}) NOT IN (SELECT * FROM unnest(${pairWriters}, ${pairOthers}))
+    RETURNING l.${mine} AS writer, l.${other} AS other
+  `);
+  const addedRows =
+    pairs.length === 0
+      ? []
+      : await tx.any(sql.type(z.object({ writer: z.string(), other: z.string() }))`
+          INSERT INTO links (lang_key, rel, ${mine}, ${other}, seq)
+          SELECT ${langKey}, ${rel}, t.writer, t.other, t.seq
+          FROM unnest(${pairWriters}, ${pairOthers}, ${sql.array(pairs.map((pair) => pair.seq), 'int8')}) AS t(writer, other, seq)
+          ON CONFLICT DO NOTHING
+          RETURNING ${mine} AS writer, ${other} AS other
+        `);
+  const removed = new Map<string, string[]>();
+  for (const row of removedRows) removed.set(row.writer, [...(removed.get(row.writer) ?? []), row.other]);
+  for (const list of removed.values()) list.sort();
+  const added = new Map<string, Set<string>>();
+  for (const row of addedRows) added.set(row.writer, (added.get(row.writer) ?? new Set()).add(row.other));
+  return { removed, added };
 }
