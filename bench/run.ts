@@ -164,11 +164,11 @@ async function main() {
     await fetch(`${base}/api/v1/languages`, { method: 'POST', headers: auth, body: JSON.stringify({ language: { id: language, name: language, code: 'xx' } }) });
   }
   const pending = async () => ((await (await fetch(`${base}/admin/api/sync-status`, { headers: admin })).json()) as { pending: number }).pending;
-  const drainTime = async (capS: number) => {
+  const drainTime = async (capS: number, pollMs = 20) => {
     const started = Date.now();
     while ((await pending()) > 0) {
       if (Date.now() - started > capS * 1000) return null;
-      await sleep(20);
+      await sleep(pollMs);
     }
     return (Date.now() - started) / 1000;
   };
@@ -241,18 +241,28 @@ async function main() {
       if (bulkStatus.status === 'completed' || bulkStatus.status === 'failed') break;
       await sleep(250);
     }
+    const linesDone = (Date.now() - bulkStarted) / 1000;
+    // Done means the final rows exist: stubs, links and audit entries too, as in the floor's COPY.
+    const drained = bulkStatus.status === 'completed' ? await drainTime(Math.max(BULK_TIMEOUT_S - linesDone, 1), 250) : null;
     const bulkElapsed = (Date.now() - bulkStarted) / 1000;
     const bulkMemory = watch.stop();
+    const pendingAtEnd = await pending();
     const processed = bulkStatus.saved + bulkStatus.failed;
+    // Unfinished: the slower of the two rates (lines stored, effects applied) decides.
+    const linesRate = processed / Math.max(linesDone - uploaded, 0.001);
+    const effectsRate = Math.max(bulkStatus.saved - pendingAtEnd, 1) / Math.max(bulkElapsed - uploaded, 0.001);
+    const projection = Math.round(uploaded + BULK_LINES / Math.max(Math.min(linesRate, effectsRate), 1));
     results['bulk'] = {
       lines: BULK_LINES,
       upload_s: uploaded,
       status: bulkStatus.status,
       processed_lines: processed,
+      lines_done_s: linesDone,
+      effects_drained: drained !== null,
       elapsed_s: bulkElapsed,
-      lines_per_s: Math.round(processed / Math.max(bulkElapsed - uploaded, 0.001)),
-      projected_s_for_all: bulkStatus.status === 'completed' ? bulkElapsed : Math.round(uploaded + BULK_LINES / Math.max(processed / Math.max(bulkElapsed - uploaded, 0.001), 1)),
-      outbox_pending_at_end: await pending(),
+      lines_per_s: Math.round(processed / Math.max(linesDone - uploaded, 0.001)),
+      projected_s_for_all: bulkStatus.status === 'completed' && drained !== null ? bulkElapsed : projection,
+      outbox_pending_at_end: pendingAtEnd,
       peak_rss_mib: bulkMemory,
     };
 
@@ -342,7 +352,7 @@ function table() {
     rows.push(['peak RSS MiB (writes)', JSON.stringify(single.peak_rss_mib), '', '', '']);
   }
   if (bulk) {
-    rows.push([`bulk ${bulk.lines} lines s`, `${bulk.status === 'completed' ? bulk.elapsed_s : `~${bulk.projected_s_for_all} (projected; ${bulk.processed_lines} done in ${bulk.elapsed_s}s)`}`, String(bulk.floor_copy_s ?? ''), String(bulk.ratio ?? ''), '< 60 s, <= 2']);
+    rows.push([`bulk ${bulk.lines} lines s`, bulk.status === 'completed' && bulk.effects_drained ? `${bulk.elapsed_s} (lines stored at ${bulk.lines_done_s})` : `~${bulk.projected_s_for_all} (projected; ${bulk.processed_lines} lines stored, ${bulk.outbox_pending_at_end} effects pending at ${bulk.elapsed_s}s)`, String(bulk.floor_copy_s ?? ''), String(bulk.ratio ?? ''), '< 60 s, <= 2']);
     rows.push(['bulk lines/s', String(bulk.lines_per_s), '', '', '']);
     rows.push(['peak RSS MiB (bulk)', JSON.stringify(bulk.peak_rss_mib), '', '', '']);
   }

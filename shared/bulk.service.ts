@@ -9,7 +9,7 @@ import { LINE_HAS_NUL, LINE_TOO_LONG, NdjsonCopyTransform } from './bulk/ndjson-
 import type { Database } from './db.js';
 import { AppError, BadRequestError, RecordNotFoundError, ValidationError } from './errors.js';
 import { requireLanguage } from './language.service.js';
-import { prepareWrite, storePrepared } from './record.service.js';
+import { prepareWrite, storePrepared, type PreparedWrite } from './record.service.js';
 import {
   findBulkJob,
   finishBulkJob,
@@ -19,7 +19,7 @@ import {
   recordBulkProgress,
   type BulkJobRow,
 } from './repositories/bulk.repository.js';
-import { beginLanguageWrite, deleteRecord, type OutboxFields } from './repositories/record.repository.js';
+import { beginLanguageWrite, deleteRecord, writeRecords } from './repositories/record.repository.js';
 import { idSchema } from './schemas/primitives.js';
 import { KINDS, RECORD_KINDS, type RecordKind } from './schemas/record-kinds.js';
 import { parseOrThrow } from './validation.js';
@@ -109,12 +109,13 @@ const lineShapeError = (keys: string[]) =>
     'Each line must be {"<kind>":{...}} for one of brand, category, product, variant, review, profile, order, shopping_cart, or {"delete":{"kind":...,"id":...}}',
   );
 
+type ParsedLine = { type: 'delete'; kind: RecordKind; id: string } | { type: 'write'; kind: RecordKind; body: unknown };
+
 /**
- * Applies one line exactly as the single-record endpoint would.
+ * The line's shape, as the single-record endpoints would see the request.
  * @throws {AppError} the line's client error (recorded, the file goes on).
- * @returns false when the language is gone.
  */
-async function applyLine(tx: DatabaseTransactionConnection, job: BulkJobRow, text: string, outbox: Omit<OutboxFields, 'payload'>): Promise<boolean> {
+function parseLine(text: string): ParsedLine {
   if (text === LINE_TOO_LONG) throw new BadRequestError('Line is longer than 1 MiB');
   if (text === LINE_HAS_NUL) throw new ValidationError('invalid_parameters', ['<line>'], 'Line contains a NUL character');
   let parsed: unknown;
@@ -127,14 +128,11 @@ async function applyLine(tx: DatabaseTransactionConnection, job: BulkJobRow, tex
   const keys = Object.keys(parsed);
   if (keys.length === 1 && keys[0] === 'delete') {
     const target = parseOrThrow(deleteLineSchema, (parsed as { delete: unknown }).delete, ['delete']);
-    const before = await deleteRecord(tx, job.lang_key, target.kind, target.id, { ...outbox, payload: { id: target.id } });
-    if (!before) throw new RecordNotFoundError(KINDS[target.kind].resource);
-    return true;
+    return { type: 'delete', kind: target.kind, id: target.id };
   }
   const kind = keys.find((key): key is RecordKind => (RECORD_KINDS as readonly string[]).includes(key));
   if (!kind) throw lineShapeError(keys);
-  const prepared = await prepareWrite(tx, job.lang_key, kind, parsed);
-  return (await storePrepared(tx, job.lang_key, prepared, { ...outbox, payload: prepared.payload })) !== null;
+  return { type: 'write', kind, body: parsed };
 }
 
 export interface BulkBatchResult {
@@ -143,37 +141,88 @@ export interface BulkBatchResult {
   langKey?: number;
 }
 
+class BatchOvertakenError extends Error {}
+
+const OVERTAKEN_RETRIES = 5;
+
 /**
  * Applies the next batch of a bulk job's lines in one transaction that also
  * advances `next_line`: a worker that dies resumes exactly where the last
  * committed batch ended, so no line is applied twice and none is lost.
+ *
+ * Consecutive writes of distinct records are stored together, numbered in
+ * line order (write_records); a delete, a profile (its id may depend on the
+ * lines before it) or a record already in the run ends the run first, so the
+ * meaning is that of the lines sent one by one.
  */
 export async function applyBulkBatch(db: Database, jobId: string, batchSize: number): Promise<BulkBatchResult> {
-  return db.transaction(async (tx) => {
-    const job = await lockBulkJob(tx, jobId);
-    if (!job || job.status === 'completed' || job.status === 'failed') return { done: true, applied: 0 };
-    const lines = await readBulkLines(tx, jobId, job.next_line, batchSize);
-    if (lines.length === 0) {
-      await finishBulkJob(tx, jobId, 'completed', null);
-      return { done: true, applied: 0, langKey: job.lang_key };
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await db.transaction((tx) => applyBatchOnce(tx, jobId, batchSize));
+    } catch (error) {
+      // A concurrent single write of a record in the run took a later number first: numbering the run again fixes it.
+      if (!(error instanceof BatchOvertakenError) || attempt === OVERTAKEN_RETRIES) throw error;
     }
-    await beginLanguageWrite(tx, job.lang_key);
-    const outbox = { accountId: job.account_id, languageId: job.language_id, actor: job.client_id, requestId: job.request_id ?? jobId };
-    const errors: Array<{ line: number; error: unknown }> = [];
-    let saved = 0;
-    for (const { line_no: line, line: text } of lines) {
-      try {
-        if (!(await applyLine(tx, job, text, outbox))) {
-          await finishBulkJob(tx, jobId, 'failed', `Language '${job.language_id}' was deleted`);
-          return { done: true, applied: saved };
-        }
+  }
+}
+
+async function applyBatchOnce(tx: DatabaseTransactionConnection, jobId: string, batchSize: number): Promise<BulkBatchResult> {
+  const job = await lockBulkJob(tx, jobId);
+  if (!job || job.status === 'completed' || job.status === 'failed') return { done: true, applied: 0 };
+  const lines = await readBulkLines(tx, jobId, job.next_line, batchSize);
+  if (lines.length === 0) {
+    await finishBulkJob(tx, jobId, 'completed', null);
+    return { done: true, applied: 0, langKey: job.lang_key };
+  }
+  await beginLanguageWrite(tx, job.lang_key);
+  const outbox = { accountId: job.account_id, languageId: job.language_id, actor: job.client_id, requestId: job.request_id ?? jobId };
+  const errors: Array<{ line: number; error: unknown }> = [];
+  let saved = 0;
+  let run: PreparedWrite[] = [];
+  let runKeys = new Set<string>();
+  /** Stores the run; false when the language is gone. */
+  const flush = async (): Promise<boolean> => {
+    if (run.length === 0) return true;
+    const status = await writeRecords(tx, job.lang_key, run, outbox);
+    if (status === 'overtaken') throw new BatchOvertakenError(`bulk job ${jobId}: a run was overtaken by a concurrent write`);
+    if (status === 'language-gone') return false;
+    saved += run.length;
+    run = [];
+    runKeys = new Set();
+    return true;
+  };
+  const languageGone = async () => {
+    await finishBulkJob(tx, jobId, 'failed', `Language '${job.language_id}' was deleted`);
+    return { done: true, applied: saved };
+  };
+  for (const { line_no: line, line: text } of lines) {
+    try {
+      const parsed = parseLine(text);
+      if (parsed.type === 'delete') {
+        if (!(await flush())) return languageGone();
+        const before = await deleteRecord(tx, job.lang_key, parsed.kind, parsed.id, { ...outbox, payload: { id: parsed.id } });
+        if (!before) throw new RecordNotFoundError(KINDS[parsed.kind].resource);
         saved += 1;
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        errors.push({ line, error: error.body() });
+        continue;
       }
+      if (parsed.kind === 'profile' && !(await flush())) return languageGone();
+      const prepared = await prepareWrite(tx, job.lang_key, parsed.kind, parsed.body);
+      if (parsed.kind === 'profile') {
+        if (!(await storePrepared(tx, job.lang_key, prepared, { ...outbox, payload: prepared.payload }))) return languageGone();
+        saved += 1;
+        continue;
+      }
+      const key = `${prepared.kind}\u0000${prepared.id}`;
+      const createdGiven = Boolean(prepared.times.created_at);
+      if ((runKeys.has(key) || (run.length > 0 && Boolean(run[0]!.times.created_at) !== createdGiven)) && !(await flush())) return languageGone();
+      run.push(prepared);
+      runKeys.add(key);
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      errors.push({ line, error: error.body() });
     }
-    await recordBulkProgress(tx, jobId, { nextLine: lines[lines.length - 1]!.line_no, saved, errors });
-    return { done: false, applied: lines.length, langKey: job.lang_key };
-  });
+  }
+  if (!(await flush())) return languageGone();
+  await recordBulkProgress(tx, jobId, { nextLine: lines[lines.length - 1]!.line_no, saved, errors });
+  return { done: false, applied: lines.length, langKey: job.lang_key };
 }

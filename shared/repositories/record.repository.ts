@@ -157,3 +157,39 @@ export async function shareLockLiveRecord(tx: DatabaseTransactionConnection, lan
   `);
   return row !== null;
 }
+
+export interface RecordWrite {
+  kind: RecordKind;
+  id: string;
+  fields: Record<string, unknown>;
+  times: { created_at?: string | null; updated_at?: string | null };
+  payload: Record<string, unknown>;
+}
+
+/**
+ * writeRecord for a run of distinct records in one statement, numbered in
+ * the order given. All writes must agree on whether they give created_at.
+ * @returns 'overtaken' when a concurrent write of one of them got a later
+ * number first: the caller must roll back and try the run again.
+ */
+export async function writeRecords(
+  db: CommonQueryMethods,
+  langKey: number,
+  writes: readonly RecordWrite[],
+  outbox: Omit<OutboxFields, 'payload'>,
+): Promise<'written' | 'language-gone' | 'overtaken'> {
+  const createdGiven = writes.some((write) => write.times.created_at);
+  return db.oneFirst(sql.type(z.object({ status: z.enum(['written', 'language-gone', 'overtaken']) }))`
+    SELECT status FROM write_records(
+      ${langKey},
+      ${sql.array(writes.map((write) => write.kind), 'text')},
+      ${sql.array(writes.map((write) => write.id), 'text')},
+      ${sql.array(writes.map((write) => JSON.stringify(write.fields)), 'jsonb')},
+      ${sql.array(writes.map((write) => write.times.created_at ?? null), 'timestamptz')},
+      ${sql.array(writes.map((write) => write.times.updated_at ?? null), 'timestamptz')},
+      ${sql.array(writes.map((write) => JSON.stringify(write.payload)), 'jsonb')},
+      ${createdGiven},
+      ${outbox.accountId}, ${outbox.languageId}, ${outbox.actor}, ${outbox.requestId}
+    )
+  `);
+}

@@ -3,7 +3,7 @@ import { KINDS, TRACKED_FIELD, type RecordKind } from '../../shared/schemas/reco
 import { auditOf, EntryApplier, SYSTEM, unique } from './applier.js';
 import {
   insertStubsMany,
-  lockTargets,
+  serialLiveness,
   markWrittenMany,
   replaceLinksMany,
   targetKey,
@@ -124,7 +124,7 @@ export async function applyRun(tx: Tx, entries: readonly OutboxEntry[]): Promise
       }
     }
   }
-  const live = await lockTargets(tx, langKey, [...firstNamedBy.values()]);
+  const live = await serialLiveness(tx, langKey, [...firstNamedBy.values()]);
   const missing = [...firstNamedBy].filter(([key]) => live.get(key) !== true);
   const inserted = await insertStubsMany(
     tx,

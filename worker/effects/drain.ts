@@ -40,11 +40,12 @@ export async function drainLanguage(db: Database, langKey: number, logger: Logge
   const deadline = Date.now() + (options.budgetMs ?? 5_000);
   const maxAttempts = options.maxEntryAttempts ?? 3;
   let applied = 0;
+  const cursor = { after: 0 };
   while (Date.now() < deadline) {
     const horizon = await readHorizon(db, langKey);
     let progressed = false;
     for (;;) {
-      const outcome = await applyBatch(db, langKey, horizon, batchSize, maxAttempts, logger);
+      const outcome = await applyBatch(db, langKey, cursor, horizon, batchSize, maxAttempts, logger);
       if (outcome === 'busy') return { applied, busy: true };
       applied += outcome;
       if (outcome === 0) break;
@@ -56,20 +57,26 @@ export async function drainLanguage(db: Database, langKey: number, logger: Logge
   return { applied, busy: false };
 }
 
+/** Where this drain got to: every change at or before `after` is applied or set aside. */
+interface Cursor {
+  after: number;
+}
+
 async function applyBatch(
   db: Database,
   langKey: number,
+  cursor: Cursor,
   horizon: number,
   batchSize: number,
   maxAttempts: number,
   logger: Logger,
 ): Promise<number | 'busy'> {
   try {
-    return await runBatch(db, langKey, horizon, batchSize, maxAttempts, false);
+    return await runBatch(db, langKey, cursor, horizon, batchSize, maxAttempts, false);
   } catch (error) {
     if (isConnectionError(error) || error instanceof EntryFailedError) throw error;
     logger.warn({ err: (error as Error).message, lang_key: langKey }, 'batch failed; isolating the failing change');
-    return runBatch(db, langKey, horizon, batchSize, maxAttempts, true, logger);
+    return runBatch(db, langKey, cursor, horizon, batchSize, maxAttempts, true, logger);
   }
 }
 
@@ -82,6 +89,7 @@ async function applyBatch(
 async function runBatch(
   db: Database,
   langKey: number,
+  cursor: Cursor,
   horizon: number,
   batchSize: number,
   maxAttempts: number,
@@ -89,9 +97,9 @@ async function runBatch(
   logger?: Logger,
 ): Promise<number | 'busy'> {
   let failure: { entry: OutboxEntry; error: Error } | undefined;
-  const done = await db.transaction(async (tx) => {
+  const outcome = await db.transaction(async (tx) => {
     if (!(await tryLockApplier(tx, langKey))) return 'busy' as const;
-    const entries = await readOutboxBatch(tx, langKey, horizon, batchSize);
+    const entries = await readOutboxBatch(tx, langKey, cursor.after, horizon, batchSize);
     const audits: AuditEntry[] = [];
     const applied: number[] = [];
     if (!careful) {
@@ -114,8 +122,11 @@ async function runBatch(
     }
     await insertAuditEntries(tx, audits);
     await deleteOutboxEntries(tx, applied);
-    return applied.length;
+    return { count: applied.length, last: applied.at(-1) };
   });
+  if (outcome === 'busy') return outcome;
+  if (outcome.last !== undefined) cursor.after = outcome.last;
+  const done = outcome.count;
   if (failure) {
     logger?.error({ err: failure.error, seq: failure.entry.seq, kind: failure.entry.kind }, 'change could not be applied');
     if (done === 0) throw new EntryFailedError(`change ${failure.entry.seq} failed: ${failure.error.message}`);

@@ -75,13 +75,14 @@ export async function tryLockApplier(tx: Tx, langKey: number): Promise<boolean> 
   `);
 }
 
-export async function readOutboxBatch(tx: Tx, langKey: number, maxSeq: number, limit: number): Promise<readonly OutboxEntry[]> {
+/** `after`: the last change this drain applied; the index entries of applied (deleted) changes before it are not walked again. */
+export async function readOutboxBatch(tx: Tx, langKey: number, after: number, maxSeq: number, limit: number): Promise<readonly OutboxEntry[]> {
   return tx.any(sql.type(outboxEntry)`
     SELECT o.seq, o.lang_key, o.account_id, a.name AS account, o.language_id, o.kind, o.action, o.record_id,
            o.payload, o.actor, o.request_id, o.accepted_at
     FROM outbox o
     JOIN accounts a ON a.id = o.account_id
-    WHERE o.lang_key = ${langKey} AND o.seq <= ${maxSeq} AND o.failed_at IS NULL
+    WHERE o.lang_key = ${langKey} AND o.seq > ${after} AND o.seq <= ${maxSeq} AND o.failed_at IS NULL
     ORDER BY o.seq
     LIMIT ${limit}
   `);
@@ -346,13 +347,12 @@ export async function markWrittenMany(
         ${sql.array(rows.map((row) => row.sentRef?.value ?? null), 'text')}
       ) AS t(id, sent, ref)
     ),
+    -- Only the language's applier (which holds its lock) writes w_live and w_ref: no lock needed to read them first.
     old AS (
       SELECT r.id, r.w_live, r.w_ref
       FROM records r
       JOIN input i ON i.id = r.id
       WHERE r.lang_key = ${langKey} AND r.kind = ${kind}
-      ORDER BY r.id
-      FOR UPDATE OF r
     )
     UPDATE records r SET
       w_live = true,
@@ -365,8 +365,12 @@ export async function markWrittenMany(
   return new Map(result.map((row) => [row.id, row.was_live]));
 }
 
-/** Locks the rows of `keys` that exist; returns their serial-view liveness by targetKey. */
-export async function lockTargets(tx: Tx, langKey: number, keys: ReadonlyArray<{ kind: string; id: string }>): Promise<Map<string, boolean>> {
+/**
+ * The serial-view liveness of the rows of `keys` that exist, by targetKey.
+ * Unlocked: only the language's applier changes w_live, and a row inserted
+ * meanwhile by an API write is caught by insertStubsMany's conflict.
+ */
+export async function serialLiveness(tx: Tx, langKey: number, keys: ReadonlyArray<{ kind: string; id: string }>): Promise<Map<string, boolean>> {
   if (keys.length === 0) return new Map();
   const rows = await tx.any(sql.type(z.object({ kind: z.string(), id: z.string(), w_live: z.boolean() }))`
     SELECT r.kind, r.id, r.w_live
@@ -374,8 +378,6 @@ export async function lockTargets(tx: Tx, langKey: number, keys: ReadonlyArray<{
     JOIN unnest(${sql.array(keys.map((key) => key.kind), 'text')}, ${sql.array(keys.map((key) => key.id), 'text')}) AS t(kind, id)
       ON r.kind = t.kind AND r.id = t.id
     WHERE r.lang_key = ${langKey}
-    ORDER BY r.kind, r.id
-    FOR UPDATE OF r
   `);
   return new Map(rows.map((row) => [keyOf(row.kind, row.id), row.w_live]));
 }

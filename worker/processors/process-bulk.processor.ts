@@ -2,7 +2,7 @@ import { UnrecoverableError } from 'bullmq';
 import { applyBulkBatch } from '../../shared/bulk.service.js';
 import type { Processor } from './processor.js';
 
-const BATCH = 500;
+const BATCH = 1_000;
 /** A slice of work per job; the sweeper queues the next slice behind other shops' files. */
 const SLICE_MS = 2_000;
 
