@@ -139,6 +139,8 @@ export interface BulkBatchResult {
   done: boolean;
   applied: number;
   langKey?: number;
+  /** The last line applied, when the batch applied any. */
+  lastLine?: number;
 }
 
 class BatchOvertakenError extends Error {}
@@ -224,5 +226,5 @@ async function applyBatchOnce(tx: DatabaseTransactionConnection, jobId: string, 
   }
   if (!(await flush())) return languageGone();
   await recordBulkProgress(tx, jobId, { nextLine: lines[lines.length - 1]!.line_no, saved, errors });
-  return { done: false, applied: lines.length, langKey: job.lang_key };
+  return { done: false, applied: lines.length, langKey: job.lang_key, lastLine: lines[lines.length - 1]!.line_no };
 }

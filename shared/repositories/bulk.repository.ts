@@ -91,3 +91,13 @@ export async function unfinishedBulkJobs(db: CommonQueryMethods, limit: number):
     SELECT id FROM bulk_jobs WHERE status IN ('queued', 'running') ORDER BY created_at LIMIT ${limit}
   `);
 }
+
+/**
+ * Fresh planner statistics for the tables a bulk file grows. A new shop's
+ * first catalogue takes a language from no rows to millions in minutes, far
+ * faster than autovacuum's analyze follows, and with statistics that still
+ * say "no rows here" the planner walks whole languages for batch lookups.
+ */
+export async function refreshPlannerStatistics(db: CommonQueryMethods): Promise<void> {
+  await db.query(sql.unsafe`ANALYZE records, links`);
+}

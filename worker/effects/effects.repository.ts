@@ -339,10 +339,12 @@ export async function markWrittenMany(
   kind: string,
   rows: ReadonlyArray<{ id: string; sentRef: { value: string | null } | undefined }>,
 ): Promise<Map<string, boolean>> {
+  // `id = ANY(ids)` bounds every scan by the batch, whatever the (often stale, mid-bulk) statistics say.
+  const ids = sql.array(rows.map((row) => row.id), 'text');
   const result = await tx.any(sql.type(z.object({ id: z.string(), was_live: z.boolean() }))`
     WITH input AS (
       SELECT * FROM unnest(
-        ${sql.array(rows.map((row) => row.id), 'text')},
+        ${ids},
         ${sql.array(rows.map((row) => row.sentRef !== undefined), 'bool')},
         ${sql.array(rows.map((row) => row.sentRef?.value ?? null), 'text')}
       ) AS t(id, sent, ref)
@@ -351,15 +353,14 @@ export async function markWrittenMany(
     old AS (
       SELECT r.id, r.w_live, r.w_ref
       FROM records r
-      JOIN input i ON i.id = r.id
-      WHERE r.lang_key = ${langKey} AND r.kind = ${kind}
+      WHERE r.lang_key = ${langKey} AND r.kind = ${kind} AND r.id = ANY(${ids})
     )
     UPDATE records r SET
       w_live = true,
       w_ref = CASE WHEN i.sent THEN i.ref WHEN old.w_live THEN old.w_ref ELSE NULL END
     FROM input i
     JOIN old ON old.id = i.id
-    WHERE r.lang_key = ${langKey} AND r.kind = ${kind} AND r.id = i.id
+    WHERE r.lang_key = ${langKey} AND r.kind = ${kind} AND r.id = ANY(${ids}) AND r.id = i.id
     RETURNING r.id, old.w_live AS was_live
   `);
   return new Map(result.map((row) => [row.id, row.was_live]));
@@ -372,14 +373,16 @@ export async function markWrittenMany(
  */
 export async function serialLiveness(tx: Tx, langKey: number, keys: ReadonlyArray<{ kind: string; id: string }>): Promise<Map<string, boolean>> {
   if (keys.length === 0) return new Map();
+  const wanted = new Set(keys.map((key) => keyOf(key.kind, key.id)));
+  // Index conditions only (no join), so the scan is bounded by the keys whatever the statistics say.
   const rows = await tx.any(sql.type(z.object({ kind: z.string(), id: z.string(), w_live: z.boolean() }))`
     SELECT r.kind, r.id, r.w_live
     FROM records r
-    JOIN unnest(${sql.array(keys.map((key) => key.kind), 'text')}, ${sql.array(keys.map((key) => key.id), 'text')}) AS t(kind, id)
-      ON r.kind = t.kind AND r.id = t.id
     WHERE r.lang_key = ${langKey}
+      AND r.kind = ANY(${sql.array([...new Set(keys.map((key) => key.kind))], 'text')})
+      AND r.id = ANY(${sql.array([...new Set(keys.map((key) => key.id))], 'text')})
   `);
-  return new Map(rows.map((row) => [keyOf(row.kind, row.id), row.w_live]));
+  return new Map(rows.filter((row) => wanted.has(keyOf(row.kind, row.id))).map((row) => [keyOf(row.kind, row.id), row.w_live]));
 }
 
 /**
@@ -427,8 +430,7 @@ export async function replaceLinksMany(
   const pairOthers = sql.array(pairs.map((pair) => pair.other), 'text');
   const removedRows = await tx.any(sql.type(z.object({ writer: z.string(), other: z.string() }))`
     DELETE FROM links l
-    USING unnest(${sql.array(writers, 'text')}) AS w(id)
-    WHERE l.lang_key = ${langKey} AND l.rel = ${rel} AND l.${mine} = w.id
+    WHERE l.lang_key = ${langKey} AND l.rel = ${rel} AND l.${mine} = ANY(${sql.array(writers, 'text')})
       AND (l.${mine}, l.${other}) NOT IN (SELECT * FROM unnest(${pairWriters}, ${pairOthers}))
     RETURNING l.${mine} AS writer, l.${other} AS other
   `);

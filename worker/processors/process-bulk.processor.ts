@@ -1,10 +1,17 @@
 import { UnrecoverableError } from 'bullmq';
 import { applyBulkBatch } from '../../shared/bulk.service.js';
+import { refreshPlannerStatistics } from '../../shared/repositories/bulk.repository.js';
 import type { Processor } from './processor.js';
 
 const BATCH = 1_000;
 /** A slice of work per job; the sweeper queues the next slice behind other shops' files. */
 const SLICE_MS = 2_000;
+
+/** Statistics are refreshed as a file passes 5k, 20k, 80k, … lines: often while a language is new, rarely later. */
+const crossesAnalyzeMark = (from: number, to: number) => {
+  for (let mark = 5_000; mark <= to; mark *= 4) if (from < mark) return true;
+  return false;
+};
 
 export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db, notifier }) => {
   const { bulkJobId } = job.data;
@@ -14,6 +21,9 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
   while (Date.now() < deadline) {
     const result = await applyBulkBatch(db, bulkJobId, BATCH);
     applied += result.applied;
+    if (result.lastLine !== undefined && crossesAnalyzeMark(result.lastLine - result.applied, result.lastLine)) {
+      await refreshPlannerStatistics(db);
+    }
     if (result.langKey !== undefined) notifier.notify(result.langKey);
     await job.updateProgress({ bulkJobId, applied });
     if (result.done) return { bulkJobId, applied, done: true };
