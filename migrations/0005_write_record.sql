@@ -156,3 +156,14 @@ $$;
 DROP INDEX records_w_ref;
 CREATE INDEX records_w_ref ON records (lang_key, kind, w_ref) WHERE w_ref IS NOT NULL;
 ALTER TABLE records SET (fillfactor = 80);
+
+-- Every record, link and audit row is written once per change, millions per
+-- bulk file, so each index and per-row check on them is paid millions of times:
+-- - audit_log (record_id, seq) serves lookups with or without kind, so the
+--   (kind, record_id, seq) index only cost writes;
+-- - the foreign keys to languages checked one row at a time that a language
+--   exists; every writer already checks in the same statement that it is live
+--   (a stricter check: tombstoned languages keep their rows until purged).
+DROP INDEX audit_log_record;
+ALTER TABLE records DROP CONSTRAINT records_lang_key_fkey;
+ALTER TABLE links DROP CONSTRAINT links_lang_key_fkey;

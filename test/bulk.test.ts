@@ -185,7 +185,8 @@ describe('when a worker is killed in the middle of a file', () => {
       });
       const own = tokenResponse.body.access_token as string;
       await lonely.request('POST', '/api/v1/languages', { token: own, body: { language: { id: 'kill', name: 'k', code: 'k' } } });
-      const lines = Array.from({ length: 6_000 }, (_, index) => `{"product":{"id":"K${index}","name":"n${index}","category_ids":["C${index % 7}"]}}`);
+      const LINES = 60_000;
+      const lines = Array.from({ length: LINES }, (_, index) => `{"product":{"id":"K${index}","name":"n${index}","category_ids":["C${index % 7}"]}}`);
       const response = await lonely.request('POST', '/api/v1/languages/kill/bulk', { token: own, raw: lines.join('\n'), headers: NDJSON });
       expect(response.status).toBe(202);
 
@@ -200,6 +201,12 @@ describe('when a worker is killed in the middle of a file', () => {
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       await stopProcess(victim, 'SIGKILL');
+      const atKill = await lonely.db.oneFirst(sql.type(z.object({ next_line: z.number() }))`
+        SELECT next_line FROM bulk_jobs WHERE id = ${response.body.bulk_job.id}
+      `);
+      // Killed in the middle: some batches committed, some lines left.
+      expect(atKill).toBeGreaterThan(0);
+      expect(atKill).toBeLessThan(LINES);
       const survivor = spawnWorker(lonely.config);
       try {
         const deadlineDone = Date.now() + 120_000;
@@ -210,7 +217,7 @@ describe('when a worker is killed in the middle of a file', () => {
           if (Date.now() > deadlineDone) throw new Error(`bulk job did not finish: ${JSON.stringify(job)}`);
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
-        expect(job).toMatchObject({ lines: 6_000, saved: 6_000, failed: 0 });
+        expect(job).toMatchObject({ lines: LINES, saved: LINES, failed: 0 });
         await lonely.drain(120_000);
         const counts = await lonely.db.one(sql.type(z.object({ products: z.number(), creates: z.number(), distinct_creates: z.number(), links: z.number() }))`
           SELECT
@@ -219,7 +226,7 @@ describe('when a worker is killed in the middle of a file', () => {
             (SELECT count(DISTINCT record_id) FROM audit_log WHERE kind = 'product' AND action = 'create')::int8 AS distinct_creates,
             (SELECT count(*) FROM links)::int8 AS links
         `);
-        expect(counts).toEqual({ products: 6_000, creates: 6_000, distinct_creates: 6_000, links: 6_000 });
+        expect(counts).toEqual({ products: LINES, creates: LINES, distinct_creates: LINES, links: LINES });
       } finally {
         await stopProcess(survivor);
       }

@@ -121,7 +121,7 @@ describe('when a worker process gets SIGTERM while it works', () => {
     expect((await env.request('POST', '/api/v1/languages', { token: bearer, body: { language: { id: 'wk', name: 'Work', code: 'wk' } } })).status).toBe(200);
 
     // A bulk file is processed in slices of up to 2 s: long enough to be caught in the middle.
-    const LINES = 3_000;
+    const LINES = 60_000;
     const file = Array.from({ length: LINES }, (_, index) => JSON.stringify({ product: { id: `B${index}`, name: `Bulk ${index}` } })).join('\n');
     const upload = await env.request('POST', '/api/v1/languages/wk/bulk', { token: bearer, raw: file, headers: { 'content-type': 'application/x-ndjson' } });
     expect(upload.status).toBe(202);
