@@ -144,6 +144,85 @@ describe('when a file mixes valid and invalid lines', () => {
   });
 });
 
+describe('when a long random file mixes kinds, repeats ids and deletes', () => {
+  // Runs of distinct records are stored and applied set-based; repeats, deletes, profiles and kind changes end a run.
+  // 2,500 lines cross bulk batches (1,000 lines) and applier batches (500 changes) many times.
+  it('should end in the state of the same lines sent one by one', async () => {
+    let seed = Number(process.env['BULK_SEED'] ?? 20261121);
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const pick = <T,>(items: T[]) => items[Math.floor(random() * items.length)]!;
+    const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, index) => `${prefix}${index}`);
+    const products = ids('P', 60);
+    const categories = ids('C', 15);
+    const brands = ids('B', 4);
+    const some = (pool: string[], max: number) => [...new Set(Array.from({ length: Math.floor(random() * (max + 1)) }, () => pick(pool)))];
+    const lines: string[] = [];
+    const written = new Set<string>();
+    for (let index = 0; index < 2_500; index += 1) {
+      const roll = random();
+      if (roll < 0.55) {
+        const product: Record<string, unknown> = { id: pick(products), name: `n${index}` };
+        if (random() < 0.8) product['category_ids'] = some(categories, 3);
+        if (random() < 0.15) product['relevant_product_ids'] = some(products, 2);
+        lines.push(JSON.stringify({ product }));
+        written.add(`product:${product['id']}`);
+      } else if (roll < 0.75) {
+        const category: Record<string, unknown> = { id: pick(categories), name: `c${index}` };
+        if (random() < 0.3) category['parent_category_id'] = pick(categories);
+        if (random() < 0.2) category['product_ids'] = some(products, 3);
+        lines.push(JSON.stringify({ category }));
+        written.add(`category:${category['id']}`);
+      } else if (roll < 0.82) {
+        const brand = pick(brands);
+        // product_ids is a point-at list: such lines take the one-by-one path inside a batch.
+        lines.push(JSON.stringify({ brand: { id: brand, name: `b${index}`, ...(random() < 0.5 ? { product_ids: some(products, 3) } : {}) } }));
+        written.add(`brand:${brand}`);
+      } else if (roll < 0.9) {
+        // Only records this file wrote itself: whether a stub exists yet when its delete arrives depends on the
+        // worker's pace (CONTRACT 7 makes stubs visible once drained), for bulk lines and single requests alike.
+        const candidates = [...written];
+        if (candidates.length === 0 || random() < 0.1) {
+          lines.push(JSON.stringify({ delete: { kind: 'brand', id: 'never-written' } }));
+          continue;
+        }
+        const target = pick(candidates);
+        written.delete(target);
+        const [kind, id] = target.split(':');
+        lines.push(JSON.stringify({ delete: { kind, id } }));
+      } else if (roll < 0.95) {
+        lines.push(JSON.stringify({ profile: { id: `u${Math.floor(random() * 5)}`, email: `u${Math.floor(random() * 5)}@example.test` } }));
+      } else {
+        lines.push(JSON.stringify({ product: { id: pick(products), price: 'not a price' } }));
+      }
+    }
+    await createLanguage('bulk-random');
+    const response = await upload('bulk-random', lines);
+    expect(response.status).toBe(202);
+    const job = await waitForJob(response.headers.get('location')!, 120_000);
+    expect(job).toMatchObject({ status: 'completed', lines: lines.length });
+
+    await createLanguage('random-one-by-one');
+    const segments: Record<string, string> = { product: 'products', category: 'categories', brand: 'brands', profile: 'profiles' };
+    let failed = 0;
+    const failures: Array<{ line: number; status: number; body: unknown }> = [];
+    for (const [index, line] of lines.entries()) {
+      const parsed = JSON.parse(line) as Record<string, any>;
+      const answer = parsed['delete']
+        ? await env.request('DELETE', `/api/v1/languages/random-one-by-one/${segments[parsed['delete'].kind]}/${parsed['delete'].id}`, { token })
+        : await env.request('POST', `/api/v1/languages/random-one-by-one/${segments[Object.keys(parsed)[0]!]}`, { token, body: parsed });
+      if (answer.status !== 200) {
+        failed += 1;
+        failures.push({ line: index + 1, status: answer.status, body: answer.body });
+      }
+    }
+    // Each line fails in the file exactly when it fails alone, with the same error body.
+    expect(job.errors).toEqual(failures.map(({ line, body }) => ({ line, error: body })));
+    expect(job).toMatchObject({ saved: lines.length - failed, failed });
+    await env.drain(120_000);
+    expect(await stateOf('bulk-random')).toEqual(await stateOf('random-one-by-one'));
+  }, 240_000);
+});
+
 describe('when the file is empty', () => {
   it('should complete with no lines', async () => {
     await createLanguage('bulk-empty');
