@@ -34,8 +34,23 @@ export async function lockBulkJob(tx: DatabaseTransactionConnection, jobId: stri
   return tx.maybeOne(sql.type(bulkJobRow)`SELECT ${columns} FROM bulk_jobs WHERE id = ${jobId} FOR UPDATE`);
 }
 
+const bulkLine = z.object({ line_no: z.number(), line: z.string() });
+
+/**
+ * The next lines after `after`, at most `limit`. Line numbers are the file's
+ * (blank lines leave gaps), so the batch is read as a range of numbers: an
+ * index range the planner cannot turn into a scan of the whole remaining file,
+ * however stale the statistics of this fast-growing table are. Only when that
+ * range is empty is the next line looked up beyond it.
+ */
 export async function readBulkLines(tx: CommonQueryMethods, jobId: string, after: number, limit: number) {
-  return tx.any(sql.type(z.object({ line_no: z.number(), line: z.string() }))`
+  const lines = await tx.any(sql.type(bulkLine)`
+    SELECT line_no, line FROM bulk_lines
+    WHERE job_id = ${jobId} AND line_no > ${after} AND line_no <= ${after + limit}
+    ORDER BY line_no
+  `);
+  if (lines.length > 0) return lines;
+  return tx.any(sql.type(bulkLine)`
     SELECT line_no, line FROM bulk_lines
     WHERE job_id = ${jobId} AND line_no > ${after}
     ORDER BY line_no

@@ -80,11 +80,9 @@ export async function readOutboxBatch(tx: Tx, langKey: number, after: number, ma
   return tx.any(sql.type(outboxEntry)`
     SELECT o.seq, o.lang_key, o.account_id, a.name AS account, o.language_id, o.kind, o.action, o.record_id,
            o.payload, o.actor, o.request_id, o.accepted_at
-    FROM outbox o
+    FROM outbox_batch(${langKey}, ${after}, ${maxSeq}, ${limit}) o
     JOIN accounts a ON a.id = o.account_id
-    WHERE o.lang_key = ${langKey} AND o.seq > ${after} AND o.seq <= ${maxSeq} AND o.failed_at IS NULL
     ORDER BY o.seq
-    LIMIT ${limit}
   `);
 }
 
