@@ -36,7 +36,7 @@ export class EntryFailedError extends Error {}
  * @throws {EntryFailedError} when an entry fails and has attempts left (the job is retried with backoff).
  */
 export async function drainLanguage(db: Database, langKey: number, logger: Logger, options: DrainOptions = {}): Promise<DrainResult> {
-  const batchSize = options.batchSize ?? 500;
+  const batchSize = options.batchSize ?? 2_000;
   const deadline = Date.now() + (options.budgetMs ?? 5_000);
   const maxAttempts = options.maxEntryAttempts ?? 3;
   let applied = 0;
