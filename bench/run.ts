@@ -23,7 +23,7 @@ const REDIS_URL = process.env['BENCH_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const DURATION_S = Number(process.env['BENCH_DURATION_S'] ?? 30);
 const READ_DURATION_S = Number(process.env['BENCH_READ_DURATION_S'] ?? 20);
 const BULK_LINES = Number(process.env['BENCH_BULK_LINES'] ?? 1_000_000);
-const BULK_TIMEOUT_S = Number(process.env['BENCH_BULK_TIMEOUT_S'] ?? 240);
+const BULK_TIMEOUT_S = Number(process.env['BENCH_BULK_TIMEOUT_S'] ?? 300);
 const CATEGORIES = 1_000;
 /** Comma-separated subset of writes,bulk,reads (all by default): for profiling one phase. */
 const PHASES = new Set((process.env['BENCH_PHASES'] ?? 'writes,bulk,reads').split(','));

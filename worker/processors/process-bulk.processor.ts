@@ -13,7 +13,7 @@ const crossesAnalyzeMark = (from: number, to: number) => {
   return false;
 };
 
-export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db, notifier }) => {
+export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db, notifier, logger }) => {
   const { bulkJobId } = job.data;
   if (typeof bulkJobId !== 'string') throw new UnrecoverableError('process-bulk needs a bulkJobId');
   const deadline = Date.now() + SLICE_MS;
@@ -22,7 +22,8 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
     const result = await applyBulkBatch(db, bulkJobId, BATCH);
     applied += result.applied;
     if (result.lastLine !== undefined && crossesAnalyzeMark(result.lastLine - result.applied, result.lastLine)) {
-      await refreshPlannerStatistics(db);
+      // Best effort: a role that may not ANALYZE (not the tables' owner) only loses speed.
+      await refreshPlannerStatistics(db).catch((error: Error) => logger.warn({ err: error.message }, 'could not refresh planner statistics'));
     }
     if (result.langKey !== undefined) notifier.notify(result.langKey);
     await job.updateProgress({ bulkJobId, applied });
