@@ -20,14 +20,10 @@ export type StoredRecord = z.infer<typeof storedRecord>;
 const writtenRecord = storedRecord.extend({ seq: z.number() });
 export type WrittenRecord = z.infer<typeof writtenRecord>;
 
-const writeOutcome = z.object({
-  status: z.enum(['written', 'language-gone']),
-  id: z.string().nullable(),
-  data: z.record(z.unknown()).nullable(),
-  created_at: z.string().nullable(),
-  updated_at: z.string().nullable(),
-  seq: z.number().nullable(),
-});
+const writeOutcome = z.discriminatedUnion('status', [
+  writtenRecord.extend({ status: z.literal('written') }),
+  z.object({ status: z.literal('language-gone') }),
+]);
 
 export interface OutboxFields {
   accountId: number;
@@ -72,7 +68,9 @@ export async function writeRecord(
       ${outbox.accountId}, ${outbox.languageId}, ${sql.jsonb(outbox.payload as never)}, ${outbox.actor}, ${outbox.requestId}
     )
   `);
-  return row.status === 'written' ? writtenRecord.parse(row) : null;
+  if (row.status !== 'written') return null;
+  const { status: _status, ...record } = row;
+  return record;
 }
 
 /**
