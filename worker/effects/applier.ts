@@ -1,5 +1,5 @@
 import type { DatabaseTransactionConnection } from 'slonik';
-import { KINDS, TRACKED_FIELD, type RecordKind } from '../../shared/schemas/record-kinds.js';
+import { KINDS, TRACKED_FIELD, type ListRelation, type RecordKind } from '../../shared/schemas/record-kinds.js';
 import {
   backdateCreation,
   insertStub,
@@ -84,35 +84,23 @@ export class EntryApplier {
 
   private async applyUpsert(kind: RecordKind, id: string, payload: Record<string, unknown>) {
     const seq = this.entry.seq;
-    const definition = KINDS[kind];
-    const tracked = TRACKED_FIELD[kind];
-    const sentRef = tracked !== undefined && payload[tracked] !== undefined ? { value: (payload[tracked] as string | null) ?? null } : undefined;
-    const existed = await markWritten(this.tx, this.key(kind, id), sentRef);
+    const existed = await markWritten(this.tx, this.key(kind, id), sentReference(kind, payload));
     const { id: _id, ...changes } = payload;
     this.audit(kind, id, existed ? 'update' : 'create', this.entry.actor, changes);
 
-    for (const ref of definition.refs) {
-      const target = payload[ref.field];
-      if (ref.stub && typeof target === 'string') await this.ensureStubs(ref.kind, [target]);
-    }
-    for (const list of definition.stubLists) {
-      const value = payload[list.field] as Array<string | { id: string }> | null | undefined;
-      await this.ensureStubs(list.kind, unique((value ?? []).map((item) => (typeof item === 'string' ? item : item.id))));
-    }
-    for (const list of definition.lists) {
-      if (payload[list.field] === undefined) continue;
-      const ids = unique((payload[list.field] as string[] | null) ?? []);
-      if (list.mode === 'replace') {
-        await this.ensureStubs(list.kind, ids);
-        const { removed, added } = await replaceLinks(this.tx, this.entry.lang_key, list.rel, list.side, id, ids, seq);
-        for (const other of removed) this.audit(kind, id, 'unlink', SYSTEM, { [list.field]: other });
-        for (const other of added) this.audit(kind, id, 'link', SYSTEM, { [list.field]: other });
-      } else {
-        for (const child of ids) {
-          await this.ensureStub(list.kind, child, { [list.childField]: id });
-          await this.pointAt(list.kind, child, list.childField, id);
+    for (const step of upsertSteps(kind, payload)) {
+      if (step.list?.mode === 'point-at') {
+        for (const child of step.ids) {
+          await this.ensureStub(step.kind, child, { [step.list.childField]: id });
+          await this.pointAt(step.kind, child, step.list.childField, id);
         }
+        continue;
       }
+      await this.ensureStubs(step.kind, step.ids);
+      if (!step.list) continue;
+      const { removed, added } = await replaceLinks(this.tx, this.entry.lang_key, step.list.rel, step.list.side, id, step.ids, seq);
+      for (const other of removed) this.audit(kind, id, 'unlink', SYSTEM, { [step.list.field]: other });
+      for (const other of added) this.audit(kind, id, 'link', SYSTEM, { [step.list.field]: other });
     }
   }
 
@@ -226,4 +214,40 @@ export class EntryApplier {
   }
 }
 
-export const unique = (ids: string[]) => [...new Set(ids)];
+const unique = (ids: string[]) => [...new Set(ids)];
+
+/** One step of applying an upsert: stubs for `ids`, and with `list` that list's links (or point-at children). */
+export interface UpsertStep {
+  kind: RecordKind;
+  ids: string[];
+  list?: ListRelation;
+}
+
+/**
+ * The records an upsert names, in the order applying it visits them (and so
+ * the order of its audit entries): single references, stub lists, then each
+ * list sent. Shared by the one-by-one and the set-based applier.
+ */
+export function upsertSteps(kind: RecordKind, payload: Record<string, unknown>): UpsertStep[] {
+  const definition = KINDS[kind];
+  const steps: UpsertStep[] = [];
+  for (const ref of definition.refs) {
+    const target = payload[ref.field];
+    if (ref.stub && typeof target === 'string') steps.push({ kind: ref.kind, ids: [target] });
+  }
+  for (const list of definition.stubLists) {
+    const value = payload[list.field] as Array<string | { id: string }> | null | undefined;
+    steps.push({ kind: list.kind, ids: unique((value ?? []).map((item) => (typeof item === 'string' ? item : item.id))) });
+  }
+  for (const list of definition.lists) {
+    if (payload[list.field] === undefined) continue;
+    steps.push({ kind: list.kind, ids: unique((payload[list.field] as string[] | null) ?? []), list });
+  }
+  return steps;
+}
+
+/** The tracked reference an upsert sends (for the serial view), if it sends one. */
+export function sentReference(kind: RecordKind, payload: Record<string, unknown>): { value: string | null } | undefined {
+  const tracked = TRACKED_FIELD[kind];
+  return tracked !== undefined && payload[tracked] !== undefined ? { value: (payload[tracked] as string | null) ?? null } : undefined;
+}

@@ -1,6 +1,6 @@
 import type { DatabaseTransactionConnection } from 'slonik';
-import { KINDS, TRACKED_FIELD, type RecordKind } from '../../shared/schemas/record-kinds.js';
-import { auditOf, EntryApplier, SYSTEM, unique } from './applier.js';
+import { KINDS, type ListRelation, type RecordKind } from '../../shared/schemas/record-kinds.js';
+import { auditOf, EntryApplier, sentReference, SYSTEM, upsertSteps, type UpsertStep } from './applier.js';
 import {
   insertStubsMany,
   serialLiveness,
@@ -30,65 +30,46 @@ type Tx = DatabaseTransactionConnection;
  * audit entry sits where that change's own applying would have put it.
  */
 
-interface RunPlan {
-  kind: RecordKind;
-  entries: OutboxEntry[];
+/** A change with its steps, computed once for splitting and applying. */
+interface Planned {
+  entry: OutboxEntry;
+  steps: UpsertStep[];
 }
 
-interface Segment {
-  fast: boolean;
-  entries: OutboxEntry[];
-}
+/** Either a run for applyRun, or one change for the one-by-one applier. */
+export type Segment = { fast: true; run: Planned[] } | { fast: false; entry: OutboxEntry };
 
-/** Targets a change names, in the order one-by-one applying visits them. */
-function targetsOf(entry: OutboxEntry): Array<{ kind: RecordKind; ids: string[]; list?: string }> {
-  const definition = KINDS[entry.kind as RecordKind];
-  const payload = entry.payload;
-  const steps: Array<{ kind: RecordKind; ids: string[]; list?: string }> = [];
-  for (const ref of definition.refs) {
-    const target = payload[ref.field];
-    if (ref.stub && typeof target === 'string') steps.push({ kind: ref.kind, ids: [target] });
-  }
-  for (const list of definition.stubLists) {
-    const value = payload[list.field] as Array<string | { id: string }> | null | undefined;
-    steps.push({ kind: list.kind, ids: unique((value ?? []).map((item) => (typeof item === 'string' ? item : item.id))) });
-  }
-  for (const list of definition.lists) {
-    if (payload[list.field] === undefined || list.mode !== 'replace') continue;
-    steps.push({ kind: list.kind, ids: unique((payload[list.field] as string[] | null) ?? []), list: list.field });
-  }
-  return steps;
-}
-
-function eligible(entry: OutboxEntry): boolean {
-  if (entry.action !== 'upsert' || !(entry.kind in KINDS)) return false;
-  return KINDS[entry.kind as RecordKind].lists.every((list) => list.mode === 'replace' || entry.payload[list.field] === undefined);
+function plan(entry: OutboxEntry): Planned | undefined {
+  if (entry.action !== 'upsert' || !(entry.kind in KINDS)) return undefined;
+  const steps = upsertSteps(entry.kind as RecordKind, entry.payload);
+  return steps.some((step) => step.list?.mode === 'point-at') ? undefined : { entry, steps };
 }
 
 /** Splits a batch (in sequence order) into runs for applyRun and single changes for the one-by-one applier. */
 export function splitIntoSegments(entries: readonly OutboxEntry[]): Segment[] {
   const segments: Segment[] = [];
-  let run: RunPlan | undefined;
+  let run: Planned[] = [];
   let own = new Set<string>();
   let named = new Set<string>();
   const close = () => {
-    if (run) segments.push({ fast: run.entries.length > 1, entries: run.entries });
-    run = undefined;
+    if (run.length === 1) segments.push({ fast: false, entry: run[0]!.entry });
+    else if (run.length > 1) segments.push({ fast: true, run });
+    run = [];
     own = new Set();
     named = new Set();
   };
   for (const entry of entries) {
-    if (!eligible(entry)) {
+    const planned = plan(entry);
+    if (!planned) {
       close();
-      segments.push({ fast: false, entries: [entry] });
+      segments.push({ fast: false, entry });
       continue;
     }
     const key = targetKey(entry.kind, entry.record_id);
-    if (run && (run.kind !== entry.kind || own.has(key) || named.has(key))) close();
-    run ??= { kind: entry.kind as RecordKind, entries: [] };
-    run.entries.push(entry);
+    if (run.length > 0 && (run[0]!.entry.kind !== entry.kind || own.has(key) || named.has(key))) close();
+    run.push(planned);
     own.add(key);
-    for (const step of targetsOf(entry)) for (const id of step.ids) named.add(targetKey(step.kind, id));
+    for (const step of planned.steps) for (const id of step.ids) named.add(targetKey(step.kind, id));
   }
   close();
   return segments;
@@ -98,25 +79,19 @@ export function splitIntoSegments(entries: readonly OutboxEntry[]): Segment[] {
  * Applies a run formed by splitIntoSegments, in one transaction's worth of
  * set-based statements. Returns the audit entries in one-by-one order.
  */
-export async function applyRun(tx: Tx, entries: readonly OutboxEntry[]): Promise<AuditEntry[]> {
-  const kind = entries[0]!.kind as RecordKind;
-  const langKey = entries[0]!.lang_key;
-  const definition = KINDS[kind];
-  const tracked = TRACKED_FIELD[kind];
+export async function applyRun(tx: Tx, run: readonly Planned[]): Promise<AuditEntry[]> {
+  const kind = run[0]!.entry.kind as RecordKind;
+  const langKey = run[0]!.entry.lang_key;
 
   const existed = await markWrittenMany(
     tx,
     langKey,
     kind,
-    entries.map((entry) => ({
-      id: entry.record_id,
-      sentRef: tracked !== undefined && entry.payload[tracked] !== undefined ? { value: (entry.payload[tracked] as string | null) ?? null } : undefined,
-    })),
+    run.map(({ entry }) => ({ id: entry.record_id, sentRef: sentReference(kind, entry.payload) })),
   );
 
-  const plans = entries.map((entry) => ({ entry, steps: targetsOf(entry) }));
   const firstNamedBy = new Map<string, { entry: OutboxEntry; kind: RecordKind; id: string }>();
-  for (const { entry, steps } of plans) {
+  for (const { entry, steps } of run) {
     for (const step of steps) {
       for (const id of step.ids) {
         const key = targetKey(step.kind, id);
@@ -145,19 +120,24 @@ export async function applyRun(tx: Tx, entries: readonly OutboxEntry[]): Promise
     stubAudits.set(key, applier.audits);
   }
 
+  // Per list: every writer of the run that sent it, with its pairs (writers are distinct records).
+  const byList = new Map<string, { list: Extract<ListRelation, { mode: 'replace' }>; writers: string[]; pairs: Array<{ writer: string; other: string; seq: number }> }>();
+  for (const { entry, steps } of run) {
+    for (const step of steps) {
+      if (step.list?.mode !== 'replace') continue;
+      const group = byList.get(step.list.field) ?? { list: step.list, writers: [], pairs: [] };
+      byList.set(step.list.field, group);
+      group.writers.push(entry.record_id);
+      for (const other of step.ids) group.pairs.push({ writer: entry.record_id, other, seq: entry.seq });
+    }
+  }
   const linkChanges = new Map<string, Awaited<ReturnType<typeof replaceLinksMany>>>();
-  for (const list of definition.lists) {
-    if (list.mode !== 'replace') continue;
-    const writers = entries.filter((entry) => entry.payload[list.field] !== undefined);
-    if (writers.length === 0) continue;
-    const pairs = writers.flatMap((entry) =>
-      unique((entry.payload[list.field] as string[] | null) ?? []).map((other) => ({ writer: entry.record_id, other, seq: entry.seq })),
-    );
-    linkChanges.set(list.field, await replaceLinksMany(tx, langKey, list.rel, list.side, writers.map((entry) => entry.record_id), pairs));
+  for (const [field, { list, writers, pairs }] of byList) {
+    linkChanges.set(field, await replaceLinksMany(tx, langKey, list.rel, list.side, writers, pairs));
   }
 
   const audits: AuditEntry[] = [];
-  for (const { entry, steps } of plans) {
+  for (const { entry, steps } of run) {
     const { id: _id, ...changes } = entry.payload;
     audits.push(auditOf(entry, kind, entry.record_id, existed.get(entry.record_id) ? 'update' : 'create', entry.actor, changes));
     for (const step of steps) {
@@ -170,10 +150,11 @@ export async function applyRun(tx: Tx, entries: readonly OutboxEntry[]): Promise
         }
       }
       if (step.list === undefined) continue;
-      const change = linkChanges.get(step.list)!;
-      for (const other of change.removed.get(entry.record_id) ?? []) audits.push(auditOf(entry, kind, entry.record_id, 'unlink', SYSTEM, { [step.list]: other }));
+      const field = step.list.field;
+      const change = linkChanges.get(field)!;
+      for (const other of change.removed.get(entry.record_id) ?? []) audits.push(auditOf(entry, kind, entry.record_id, 'unlink', SYSTEM, { [field]: other }));
       const added = change.added.get(entry.record_id);
-      for (const other of step.ids) if (added?.has(other)) audits.push(auditOf(entry, kind, entry.record_id, 'link', SYSTEM, { [step.list]: other }));
+      for (const other of step.ids) if (added?.has(other)) audits.push(auditOf(entry, kind, entry.record_id, 'link', SYSTEM, { [field]: other }));
     }
   }
   return audits;

@@ -36,105 +36,117 @@ export class EntryFailedError extends Error {}
  * @throws {EntryFailedError} when an entry fails and has attempts left (the job is retried with backoff).
  */
 export async function drainLanguage(db: Database, langKey: number, logger: Logger, options: DrainOptions = {}): Promise<DrainResult> {
-  const batchSize = options.batchSize ?? 2_000;
+  const drain: Drain = {
+    db,
+    langKey,
+    logger,
+    batchSize: options.batchSize ?? 2_000,
+    maxAttempts: options.maxEntryAttempts ?? 3,
+    after: 0,
+  };
   const deadline = Date.now() + (options.budgetMs ?? 5_000);
-  const maxAttempts = options.maxEntryAttempts ?? 3;
   let applied = 0;
-  const cursor = { after: 0 };
   while (Date.now() < deadline) {
     const horizon = await readHorizon(db, langKey);
     let progressed = false;
     for (;;) {
-      const outcome = await applyBatch(db, langKey, cursor, horizon, batchSize, maxAttempts, logger);
+      const outcome = await applyBatch(drain, horizon);
       if (outcome === 'busy') return { applied, busy: true };
       applied += outcome;
       if (outcome === 0) break;
       progressed = true;
-      if (outcome < batchSize || Date.now() >= deadline) break;
+      if (outcome < drain.batchSize || Date.now() >= deadline) break;
     }
     if (!progressed) break;
   }
   return { applied, busy: false };
 }
 
-/** Where this drain got to: every change at or before `after` is applied or set aside. */
-interface Cursor {
+/** One drain of one language. */
+interface Drain {
+  db: Database;
+  langKey: number;
+  logger: Logger;
+  batchSize: number;
+  maxAttempts: number;
+  /** Where this drain got to: every change at or before it is applied or set aside. */
   after: number;
 }
 
-async function applyBatch(
-  db: Database,
-  langKey: number,
-  cursor: Cursor,
-  horizon: number,
-  batchSize: number,
-  maxAttempts: number,
-  logger: Logger,
-): Promise<number | 'busy'> {
+async function applyBatch(drain: Drain, horizon: number): Promise<number | 'busy'> {
   try {
-    return await runBatch(db, langKey, cursor, horizon, batchSize, maxAttempts, false);
+    return await runBatch(drain, horizon, false);
   } catch (error) {
     if (isConnectionError(error) || error instanceof EntryFailedError) throw error;
-    logger.warn({ err: (error as Error).message, lang_key: langKey }, 'batch failed; isolating the failing change');
-    return runBatch(db, langKey, cursor, horizon, batchSize, maxAttempts, true, logger);
+    drain.logger.warn({ err: (error as Error).message, lang_key: drain.langKey }, 'batch failed; isolating the failing change');
+    return runBatch(drain, horizon, true);
   }
+}
+
+type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
+
+interface Applied {
+  audits: AuditEntry[];
+  seqs: number[];
+  failure?: { entry: OutboxEntry; error: Error };
+}
+
+/** Runs of independent upserts set-based (batch-applier.ts), everything else one change at a time. */
+async function applyAll(tx: Tx, entries: readonly OutboxEntry[]): Promise<Applied> {
+  const result: Applied = { audits: [], seqs: [] };
+  for (const segment of splitIntoSegments(entries)) {
+    if (segment.fast) {
+      result.audits.push(...(await applyRun(tx, segment.run)));
+      result.seqs.push(...segment.run.map(({ entry }) => entry.seq));
+    } else {
+      result.audits.push(...(await applyEntry(tx, segment.entry)));
+      result.seqs.push(segment.entry.seq);
+    }
+  }
+  return result;
+}
+
+/** One change at a time, each in a savepoint, up to the first failure, which is recorded. */
+async function applyCarefully(tx: Tx, entries: readonly OutboxEntry[], maxAttempts: number): Promise<Applied> {
+  const result: Applied = { audits: [], seqs: [] };
+  for (const entry of entries) {
+    try {
+      result.audits.push(...(await tx.transaction((savepoint) => applyEntry(savepoint, entry))));
+      result.seqs.push(entry.seq);
+    } catch (error) {
+      if (isConnectionError(error)) throw error;
+      result.failure = { entry, error: error as Error };
+      await markOutboxEntryFailed(tx, entry.seq, (error as Error).message, maxAttempts);
+      break;
+    }
+  }
+  return result;
 }
 
 /**
- * One batch in one transaction, runs of independent upserts set-based
- * (batch-applier.ts). `careful` applies one change at a time, each in a
- * savepoint, and stops at the first failure, so order is kept and the failure
- * is recorded.
+ * One batch in one transaction. `careful` applies one change at a time and
+ * stops at the first failure, so order is kept and the failure is recorded.
  */
-async function runBatch(
-  db: Database,
-  langKey: number,
-  cursor: Cursor,
-  horizon: number,
-  batchSize: number,
-  maxAttempts: number,
-  careful: boolean,
-  logger?: Logger,
-): Promise<number | 'busy'> {
-  let failure: { entry: OutboxEntry; error: Error } | undefined;
-  const outcome = await db.transaction(async (tx) => {
-    if (!(await tryLockApplier(tx, langKey))) return 'busy' as const;
-    const entries = await readOutboxBatch(tx, langKey, cursor.after, horizon, batchSize);
-    const audits: AuditEntry[] = [];
-    const applied: number[] = [];
-    if (!careful) {
-      for (const segment of splitIntoSegments(entries)) {
-        if (segment.fast) audits.push(...(await applyRun(tx, segment.entries)));
-        else for (const entry of segment.entries) audits.push(...(await applyEntry(tx, entry)));
-        applied.push(...segment.entries.map((entry) => entry.seq));
-      }
-    }
-    for (const entry of careful ? entries : []) {
-      try {
-        audits.push(...(await tx.transaction((savepoint) => applyEntry(savepoint, entry))));
-        applied.push(entry.seq);
-      } catch (error) {
-        if (isConnectionError(error)) throw error;
-        failure = { entry, error: error as Error };
-        await markOutboxEntryFailed(tx, entry.seq, (error as Error).message, maxAttempts);
-        break;
-      }
-    }
-    await insertAuditEntries(tx, audits);
-    await deleteOutboxEntries(tx, applied);
-    return { count: applied.length, last: applied.at(-1) };
+async function runBatch(drain: Drain, horizon: number, careful: boolean): Promise<number | 'busy'> {
+  const outcome = await drain.db.transaction(async (tx) => {
+    if (!(await tryLockApplier(tx, drain.langKey))) return 'busy' as const;
+    const entries = await readOutboxBatch(tx, drain.langKey, drain.after, horizon, drain.batchSize);
+    const result = careful ? await applyCarefully(tx, entries, drain.maxAttempts) : await applyAll(tx, entries);
+    await insertAuditEntries(tx, result.audits);
+    await deleteOutboxEntries(tx, result.seqs);
+    return result;
   });
   if (outcome === 'busy') return outcome;
-  if (outcome.last !== undefined) cursor.after = outcome.last;
-  const done = outcome.count;
+  drain.after = outcome.seqs.at(-1) ?? drain.after;
+  const { failure } = outcome;
   if (failure) {
-    logger?.error({ err: failure.error, seq: failure.entry.seq, kind: failure.entry.kind }, 'change could not be applied');
-    if (done === 0) throw new EntryFailedError(`change ${failure.entry.seq} failed: ${failure.error.message}`);
+    drain.logger.error({ err: failure.error, seq: failure.entry.seq, kind: failure.entry.kind }, 'change could not be applied');
+    if (outcome.seqs.length === 0) throw new EntryFailedError(`change ${failure.entry.seq} failed: ${failure.error.message}`);
   }
-  return done;
+  return outcome.seqs.length;
 }
 
-async function applyEntry(tx: Parameters<Parameters<Database['transaction']>[0]>[0], entry: OutboxEntry): Promise<AuditEntry[]> {
+async function applyEntry(tx: Tx, entry: OutboxEntry): Promise<AuditEntry[]> {
   const applier = new EntryApplier(tx, entry);
   await applier.apply();
   return applier.audits;

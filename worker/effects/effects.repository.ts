@@ -324,8 +324,8 @@ export async function markWritten(tx: Tx, key: RecordKey, sentRef: { value: stri
 
 /* Set-based forms for runs of independent upserts (see batch-applier.ts). */
 
-const keyOf = (kind: string, id: string) => `${kind}\u0000${id}`;
-export { keyOf as targetKey };
+/** A record's key within a language, for sets and maps of targets. */
+export const targetKey = (kind: string, id: string) => `${kind}\u0000${id}`;
 
 /**
  * markWritten for many records of one kind at once.
@@ -371,7 +371,7 @@ export async function markWrittenMany(
  */
 export async function serialLiveness(tx: Tx, langKey: number, keys: ReadonlyArray<{ kind: string; id: string }>): Promise<Map<string, boolean>> {
   if (keys.length === 0) return new Map();
-  const wanted = new Set(keys.map((key) => keyOf(key.kind, key.id)));
+  const wanted = new Set(keys.map((key) => targetKey(key.kind, key.id)));
   // Index conditions only (no join), so the scan is bounded by the keys whatever the statistics say.
   const rows = await tx.any(sql.type(z.object({ kind: z.string(), id: z.string(), w_live: z.boolean() }))`
     SELECT r.kind, r.id, r.w_live
@@ -380,7 +380,7 @@ export async function serialLiveness(tx: Tx, langKey: number, keys: ReadonlyArra
       AND r.kind = ANY(${sql.array([...new Set(keys.map((key) => key.kind))], 'text')})
       AND r.id = ANY(${sql.array([...new Set(keys.map((key) => key.id))], 'text')})
   `);
-  return new Map(rows.filter((row) => wanted.has(keyOf(row.kind, row.id))).map((row) => [keyOf(row.kind, row.id), row.w_live]));
+  return new Map(rows.filter((row) => wanted.has(targetKey(row.kind, row.id))).map((row) => [targetKey(row.kind, row.id), row.w_live]));
 }
 
 /**
@@ -407,7 +407,7 @@ export async function insertStubsMany(
     ON CONFLICT (lang_key, kind, id) DO NOTHING
     RETURNING kind, id
   `);
-  return new Set(rows.map((row) => keyOf(row.kind, row.id)));
+  return new Set(rows.map((row) => targetKey(row.kind, row.id)));
 }
 
 /**
