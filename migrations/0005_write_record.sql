@@ -1,80 +1,15 @@
--- Writes of records in one round trip: single writes (write_record) and runs
--- of bulk lines (write_records) share one upsert (upsert_records). As
--- functions they run in the caller's transaction (or the call's own) with
--- their plans cached per connection.
+-- One round trip per single write. The statements are the ones the API used
+-- to send one by one inside a transaction; as a function they run in the
+-- caller's transaction (or the call's own) with plans cached per connection.
 --
--- Order matters and is kept: the language's shared lock is taken before any
+-- Order matters and is kept: the language's shared lock is taken before a
 -- write number (the applier's horizon relies on it), and each statement of a
 -- plpgsql function in READ COMMITTED takes a fresh snapshot, so a language
--- deleted while we waited for the lock is seen as gone. Once we hold the lock
--- it cannot be deleted until we commit.
-
--- Numbers the records in the order given, then creates or merges them and
--- queues their effects in the outbox. The caller holds the language's shared
--- lock and has checked the language is live. A record that a concurrent write
--- numbered higher got to first is not written and not returned: stamps only
--- ever grow. Records must be distinct.
-CREATE FUNCTION upsert_records(
-  p_lang_key      bigint,
-  p_kinds         text[],
-  p_ids           text[],
-  p_fields        jsonb[],
-  p_created_at    timestamptz[],
-  p_updated_at    timestamptz[],
-  p_payloads      jsonb[],
-  p_created_given boolean,
-  p_account_id    bigint,
-  p_language_id   text,
-  p_actor         text,
-  p_request_id    text
-)
-RETURNS TABLE (id text, data jsonb, created_at timestamptz, updated_at timestamptz, seq bigint)
-LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-DECLARE
-  seqs bigint[] := ARRAY(SELECT nextval('write_seq') FROM generate_series(1, cardinality(p_ids)) ORDER BY 1);
-BEGIN
-  RETURN QUERY
-    WITH input AS (
-      SELECT t.*, date_trunc('milliseconds', clock_timestamp()) AS now
-      FROM unnest(p_kinds, p_ids, p_fields, p_created_at, p_updated_at, p_payloads, seqs)
-        AS t(kind, id, fields, created_at, updated_at, payload, seq)
-    ),
-    w AS (
-      INSERT INTO records AS r (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at)
-      SELECT
-        p_lang_key, i.kind, i.id, i.fields,
-        coalesce((SELECT jsonb_object_agg(name, i.seq) FROM jsonb_object_keys(i.fields) AS name), '{}'::jsonb),
-        true, i.seq, i.seq, coalesce(i.created_at, i.now), coalesce(i.updated_at, i.now)
-      FROM input i
-      ORDER BY i.kind, i.id
-      ON CONFLICT (lang_key, kind, id) DO UPDATE SET
-        data = CASE WHEN r.live THEN r.data || excluded.data ELSE excluded.data END,
-        stamps = CASE WHEN r.live THEN r.stamps || excluded.stamps ELSE excluded.stamps END,
-        live = true,
-        created_seq = CASE WHEN r.live THEN r.created_seq ELSE excluded.created_seq END,
-        write_seq = excluded.write_seq,
-        created_at = CASE
-          WHEN p_created_given OR NOT r.live THEN excluded.created_at
-          ELSE r.created_at
-        END,
-        updated_at = excluded.updated_at
-      WHERE r.write_seq < excluded.write_seq
-      RETURNING r.kind, r.id, r.data, r.created_at, r.updated_at, r.write_seq AS seq
-    ),
-    o AS (
-      INSERT INTO outbox (seq, lang_key, account_id, language_id, kind, action, record_id, payload, actor, request_id)
-      SELECT w.seq, p_lang_key, p_account_id, p_language_id, w.kind, 'upsert', w.id, i.payload, p_actor, p_request_id
-      FROM w
-      JOIN input i ON i.seq = w.seq
-    )
-    SELECT w.id, w.data, w.created_at, w.updated_at, w.seq FROM w;
-END
-$$;
-
--- One record. status: 'written' (the row) or 'language-gone' (no row). An
--- update overtaken by a higher-numbered concurrent write of the same record
--- is retried with a new number.
+-- deleted while we waited for the lock is seen as gone.
+--
+-- status: 'written' (the row), 'language-gone' (no row). An update that lost a
+-- race to a higher-numbered write of the same record is retried with a new
+-- number, as before.
 CREATE FUNCTION write_record(
   p_lang_key    bigint,
   p_kind        text,
@@ -90,31 +25,69 @@ CREATE FUNCTION write_record(
 )
 RETURNS TABLE (status text, id text, data jsonb, created_at timestamptz, updated_at timestamptz, seq bigint)
 LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  attempt integer := 0;
 BEGIN
   PERFORM pg_advisory_xact_lock_shared(1, p_lang_key::int);
-  IF NOT EXISTS (SELECT 1 FROM languages l WHERE l.lang_key = p_lang_key AND l.deleted_at IS NULL) THEN
-    RETURN QUERY SELECT 'language-gone'::text, NULL::text, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, NULL::bigint;
-    RETURN;
-  END IF;
-  FOR attempt IN 1..5 LOOP
+  LOOP
+    attempt := attempt + 1;
     RETURN QUERY
-      SELECT 'written'::text, u.id, u.data, u.created_at, u.updated_at, u.seq
-      FROM upsert_records(
-        p_lang_key, ARRAY[p_kind], ARRAY[p_id], ARRAY[p_fields], ARRAY[p_created_at], ARRAY[p_updated_at], ARRAY[p_payload],
-        p_created_at IS NOT NULL, p_account_id, p_language_id, p_actor, p_request_id
-      ) u;
+      WITH s AS (
+        SELECT nextval('write_seq') AS seq, date_trunc('milliseconds', clock_timestamp()) AS now
+      ),
+      w AS (
+        INSERT INTO records AS r (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at)
+        SELECT
+          p_lang_key, p_kind, p_id, p_fields,
+          coalesce((SELECT jsonb_object_agg(name, s.seq) FROM jsonb_object_keys(p_fields) AS name), '{}'::jsonb),
+          true, s.seq, s.seq, coalesce(p_created_at, s.now), coalesce(p_updated_at, s.now)
+        FROM s
+        WHERE EXISTS (SELECT 1 FROM languages l WHERE l.lang_key = p_lang_key AND l.deleted_at IS NULL)
+        ON CONFLICT (lang_key, kind, id) DO UPDATE SET
+          data = CASE WHEN r.live THEN r.data || excluded.data ELSE excluded.data END,
+          stamps = CASE WHEN r.live THEN r.stamps || excluded.stamps ELSE excluded.stamps END,
+          live = true,
+          created_seq = CASE WHEN r.live THEN r.created_seq ELSE excluded.created_seq END,
+          write_seq = excluded.write_seq,
+          created_at = CASE
+            WHEN p_created_at IS NOT NULL OR NOT r.live THEN excluded.created_at
+            ELSE r.created_at
+          END,
+          updated_at = excluded.updated_at
+        WHERE r.write_seq < excluded.write_seq
+        RETURNING r.id, r.data, r.created_at, r.updated_at, r.write_seq AS seq
+      ),
+      o AS (
+        INSERT INTO outbox (seq, lang_key, account_id, language_id, kind, action, record_id, payload, actor, request_id)
+        SELECT w.seq, p_lang_key, p_account_id, p_language_id, p_kind, 'upsert', w.id, p_payload, p_actor, p_request_id
+        FROM w
+      )
+      SELECT 'written'::text, w.id, w.data, w.created_at, w.updated_at, w.seq FROM w;
     IF FOUND THEN
       RETURN;
     END IF;
+    IF NOT EXISTS (SELECT 1 FROM languages l WHERE l.lang_key = p_lang_key AND l.deleted_at IS NULL) THEN
+      RETURN QUERY SELECT 'language-gone'::text, NULL::text, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, NULL::bigint;
+      RETURN;
+    END IF;
+    IF attempt >= 5 THEN
+      RAISE EXCEPTION 'write of % % overtaken % times', p_kind, p_id, attempt;
+    END IF;
   END LOOP;
-  RAISE EXCEPTION 'write of % % overtaken 5 times', p_kind, p_id;
 END
 $$;
 
--- A run of bulk lines (distinct records, in line order), numbered in line
--- order, so the run is applied as if its lines were sent one by one. When a
--- concurrent single write of one of the records got a higher number first,
--- the status is 'overtaken': the caller rolls back and applies the run again.
+-- write_record for a run of bulk lines (distinct records, in line order). Its
+-- upsert must stay the same as write_record's. It is written out twice on
+-- purpose: sharing it through arrays (write_record calling this with one
+-- element) made every single write about 30% more expensive in Postgres
+-- (pgbench, 20 clients: 4,500 against 3,100 tps).
+--
+-- The numbers are taken in line order, so the run is applied as if its lines
+-- were sent one by one. When a concurrent single write of one of the records got a
+-- higher number first, nothing is returned for that row and the status is
+-- 'overtaken': the caller rolls back and applies the run again.
 CREATE FUNCTION write_records(
   p_lang_key      bigint,
   p_kinds         text[],
@@ -131,7 +104,10 @@ CREATE FUNCTION write_records(
 )
 RETURNS TABLE (status text, written integer)
 LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 DECLARE
+  n    integer := cardinality(p_ids);
+  seqs bigint[];
   done integer;
 BEGIN
   PERFORM pg_advisory_xact_lock_shared(1, p_lang_key::int);
@@ -139,12 +115,43 @@ BEGIN
     RETURN QUERY SELECT 'language-gone'::text, 0;
     RETURN;
   END IF;
-  SELECT count(*) INTO done
-  FROM upsert_records(
-    p_lang_key, p_kinds, p_ids, p_fields, p_created_at, p_updated_at, p_payloads,
-    p_created_given, p_account_id, p_language_id, p_actor, p_request_id
-  );
-  RETURN QUERY SELECT CASE WHEN done < cardinality(p_ids) THEN 'overtaken' ELSE 'written' END, done;
+  seqs := ARRAY(SELECT nextval('write_seq') FROM generate_series(1, n) ORDER BY 1);
+  WITH input AS (
+    SELECT t.*, date_trunc('milliseconds', clock_timestamp()) AS now
+    FROM unnest(p_kinds, p_ids, p_fields, p_created_at, p_updated_at, p_payloads, seqs)
+      AS t(kind, id, fields, created_at, updated_at, payload, seq)
+  ),
+  w AS (
+    INSERT INTO records AS r (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at)
+    SELECT
+      p_lang_key, i.kind, i.id, i.fields,
+      coalesce((SELECT jsonb_object_agg(name, i.seq) FROM jsonb_object_keys(i.fields) AS name), '{}'::jsonb),
+      true, i.seq, i.seq, coalesce(i.created_at, i.now), coalesce(i.updated_at, i.now)
+    FROM input i
+    ORDER BY i.kind, i.id
+    ON CONFLICT (lang_key, kind, id) DO UPDATE SET
+      data = CASE WHEN r.live THEN r.data || excluded.data ELSE excluded.data END,
+      stamps = CASE WHEN r.live THEN r.stamps || excluded.stamps ELSE excluded.stamps END,
+      live = true,
+      created_seq = CASE WHEN r.live THEN r.created_seq ELSE excluded.created_seq END,
+      write_seq = excluded.write_seq,
+      created_at = CASE
+        WHEN p_created_given OR NOT r.live THEN excluded.created_at
+        ELSE r.created_at
+      END,
+      updated_at = excluded.updated_at
+    WHERE r.write_seq < excluded.write_seq
+    RETURNING r.kind, r.id, r.write_seq AS seq
+  ),
+  o AS (
+    INSERT INTO outbox (seq, lang_key, account_id, language_id, kind, action, record_id, payload, actor, request_id)
+    SELECT w.seq, p_lang_key, p_account_id, p_language_id, w.kind, 'upsert', w.id, i.payload, p_actor, p_request_id
+    FROM w
+    JOIN input i ON i.seq = w.seq
+    RETURNING 1
+  )
+  SELECT count(*) INTO done FROM o;
+  RETURN QUERY SELECT CASE WHEN done < n THEN 'overtaken' ELSE 'written' END, done;
 END
 $$;
 
