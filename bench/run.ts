@@ -268,7 +268,12 @@ async function main() {
     };
 
     // Bulk floor: COPY of the same final rows into tables of the same shape.
-    await psql(`CREATE TABLE floor_links (LIKE links INCLUDING DEFAULTS INCLUDING INDEXES); CREATE TABLE floor_audit (LIKE audit_log INCLUDING DEFAULTS INCLUDING INDEXES)`);
+    await psql(
+      `CREATE TABLE IF NOT EXISTS floor_records (LIKE records INCLUDING DEFAULTS INCLUDING INDEXES);
+       TRUNCATE floor_records;
+       CREATE TABLE floor_links (LIKE links INCLUDING DEFAULTS INCLUDING INDEXES);
+       CREATE TABLE floor_audit (LIKE audit_log INCLUDING DEFAULTS INCLUDING INDEXES)`,
+    );
     const floorStarted = Date.now();
     const now = new Date().toISOString();
     async function* productRows() {
