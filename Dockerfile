@@ -12,7 +12,13 @@ WORKDIR /app
 COPY tsconfig.json tsconfig.build.json ./
 COPY api ./api
 COPY worker ./worker
-COPY shared ./shared
+COPY platform ./platform
+COPY catalogue ./catalogue
+COPY sync ./sync
+COPY records ./records
+COPY reads ./reads
+COPY bulk ./bulk
+COPY auth ./auth
 COPY bin ./bin
 COPY migrations ./migrations
 RUN npm run build
@@ -33,11 +39,7 @@ WORKDIR /app
 COPY --chown=node:node package.json package-lock.json ./
 COPY --from=prod-deps --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
-# shared/migrator resolves '../migrations/' relative to its own file, so the SQL
-# files must sit next to dist/shared (dist/migrations); /app/migrations keeps
-# `npm run migrate` (tsx from source layout) working too.
-COPY --chown=node:node migrations ./dist/migrations
-COPY --chown=node:node migrations ./migrations
+# `npm run build` puts the SQL files (migrations/, sync/sql/, reads/sql/) beside the JavaScript in dist/.
 USER node
 EXPOSE 3000
 # Only meaningful for the API process; compose disables it for worker/migrate.

@@ -1,7 +1,7 @@
 import type { DefaultState } from 'koa';
 import type { RouterContext } from '@koa/router';
 import type { Logger } from 'pino';
-import type { Principal } from '../shared/auth.service.js';
+import type { Principal } from '../auth/token-verifier.js';
 
 export interface AppState extends DefaultState {
   requestId: string;

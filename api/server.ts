@@ -1,13 +1,13 @@
 import type { Server } from 'node:http';
 import type Koa from 'koa';
 import pg from 'pg';
-import { TokenVerifier } from '../shared/auth.service.js';
-import type { Config } from '../shared/config.js';
-import { createDatabase } from '../shared/db.js';
-import { createLogger, type Logger } from '../shared/logger.js';
-import { OutboxNotifier } from '../shared/outbox-notifier.js';
-import { createQueues, settleConnections } from '../shared/queue.js';
-import { createRedis } from '../shared/redis.js';
+import { TokenVerifier } from '../auth/token-verifier.js';
+import type { Config } from '../platform/config.js';
+import { createDatabase } from '../platform/db.js';
+import { createLogger, type Logger } from '../platform/logger.js';
+import { OutboxNotifier } from '../sync/outbox.notifier.js';
+import { createQueues, settleConnections } from '../platform/queue.js';
+import { createRedis } from '../platform/redis.js';
 import { createApp } from './app.js';
 import type { AppState } from './context.js';
 

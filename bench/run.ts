@@ -14,9 +14,9 @@ import { pipeline } from 'node:stream/promises';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { createClient } from '../shared/auth.service.js';
-import { createDatabase } from '../shared/db.js';
-import { migrate } from '../shared/migrator.js';
+import { createClient } from '../auth/auth.service.js';
+import { createDatabase } from '../platform/db.js';
+import { migrate } from '../platform/migrator.js';
 
 const POSTGRES = process.env['BENCH_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432';
 const REDIS_URL = process.env['BENCH_REDIS_URL'] ?? 'redis://127.0.0.1:6379';

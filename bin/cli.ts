@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
-import { createClient } from '../shared/auth.service.js';
-import { createDatabase, type Database } from '../shared/db.js';
-import { migrate } from '../shared/migrator.js';
-import { listClients, revokeClient } from '../shared/repositories/client.repository.js';
+import { createClient } from '../auth/auth.service.js';
+import { createDatabase, type Database } from '../platform/db.js';
+import { migrate } from '../platform/migrator.js';
+import { listClients, revokeClient } from '../auth/client.repository.js';
 import { configOrExit } from './run.js';
 
 const USAGE = `Usage: npm run --silent cli -- <command>

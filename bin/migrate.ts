@@ -1,4 +1,4 @@
-import { migrate } from '../shared/migrator.js';
+import { migrate } from '../platform/migrator.js';
 import { configOrExit } from './run.js';
 
 const config = configOrExit();

@@ -1,5 +1,5 @@
 import { startApi } from '../api/server.js';
-import { migrate } from '../shared/migrator.js';
+import { migrate } from '../platform/migrator.js';
 import { startWorker } from '../worker/worker.js';
 import { configOrExit, onShutdown } from './run.js';
 

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
-import { sha256 } from '../shared/crypto.js';
-import { revokeClient } from '../shared/repositories/client.repository.js';
+import { sha256 } from '../platform/crypto.js';
+import { revokeClient } from '../auth/client.repository.js';
 import { startEnvironment, type HttpResponse, type TestEnvironment } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
 

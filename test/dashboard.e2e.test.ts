@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Job } from 'bullmq';
 import { request, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QUEUES } from '../shared/queue.js';
+import { QUEUES } from '../platform/queue.js';
 import { ARTIFACTS, launchBrowser, type Browser } from './support/browser.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { pollUntil } from './support/poll.js';

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { startWorker } from '../worker/worker.js';
+import { applierLockHolders } from '../sync/locks.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { freePort, spawnWorker, startRedis, stopProcess } from './support/processes.js';
 import { compare, generate, rng, send, type Sent } from './support/scenario.js';
@@ -49,12 +50,10 @@ describe('when a worker is killed with SIGKILL in the middle of a batch', () => 
 
     const victim = spawnWorker(env.config);
     children.push(victim);
-    // The applier holds advisory lock (2, lang_key) for exactly the life of a batch transaction.
+    // The applier holds its lock (sync/locks.ts) for exactly the life of a batch transaction.
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const inBatch = await env.db.oneFirst(sql.type(z.object({ held: z.boolean() }))`
-        SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 2 AND granted) AS held
-      `);
+      const inBatch = (await applierLockHolders(env.db)).length > 0;
       if (inBatch) break;
       if (Date.now() > deadline) throw new Error('the worker never started a batch');
       await new Promise((resolve) => setTimeout(resolve, 2));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
-import { revokeClient } from '../shared/repositories/client.repository.js';
+import { revokeClient } from '../auth/client.repository.js';
 import { startEnvironment, type Credentials, type TestEnvironment } from './support/harness.js';
 
 type BodyType = 'json' | 'form';

@@ -1,10 +1,10 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type RunningApi } from '../api/server.js';
-import { createClient } from '../shared/auth.service.js';
-import type { Config } from '../shared/config.js';
-import { createDatabase, type Database } from '../shared/db.js';
-import { migrate } from '../shared/migrator.js';
+import { createClient } from '../auth/auth.service.js';
+import type { Config } from '../platform/config.js';
+import { createDatabase, type Database } from '../platform/db.js';
+import { migrate } from '../platform/migrator.js';
 import { startWorker, type RunningWorker } from '../worker/worker.js';
 import { dropDatabase, httpRequest, testConfig, uniqueName, waitForDrain } from './support/harness.js';
 import { captureLogs, type CapturedLogs } from './support/log-capture.js';

@@ -14,7 +14,7 @@ import { tokenResponseSchema } from '../api/openapi/oauth.openapi.js';
 import { v1RecordResponseSchema } from '../api/openapi/v1.openapi.js';
 import { QUEUE_DASHBOARD_PATH } from '../api/middleware/queue-dashboard.middleware.js';
 import { auditPageSchema, syncStatusSchema } from '../api/schemas/admin.schema.js';
-import { KINDS, RECORD_KINDS, type RecordKind } from '../shared/schemas/record-kinds.js';
+import { KINDS, RECORD_KINDS, type RecordKind } from '../catalogue/record-kinds.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 
 /*

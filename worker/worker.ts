@@ -1,16 +1,14 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Config } from '../shared/config.js';
-import { createDatabase } from '../shared/db.js';
-import { createLogger, type Logger } from '../shared/logger.js';
-import { createQueues, QUEUES, settleConnections, type JobName, type QueueKey } from '../shared/queue.js';
-import { OutboxNotifier } from '../shared/outbox-notifier.js';
-import { createRedis } from '../shared/redis.js';
+import type { Config } from '../platform/config.js';
+import { createDatabase } from '../platform/db.js';
+import { createLogger, type Logger } from '../platform/logger.js';
+import { createQueues, QUEUES, settleConnections, type JobName, type QueueKey } from '../platform/queue.js';
+import { OutboxNotifier } from '../sync/outbox.notifier.js';
+import { createRedis } from '../platform/redis.js';
 import type { Redis } from 'ioredis';
-import { createJobMetrics, createMetricsRegistry, registerPoolMetrics, serveMetrics, slonikPoolUsage } from '../shared/metrics.service.js';
-import { runWithRequestContext } from '../shared/request-context.js';
-import { listLanguagesPendingPurge } from '../shared/repositories/language.repository.js';
-import { languagesWithPendingChanges } from './effects/effects.repository.js';
-import { unfinishedBulkJobs } from '../shared/repositories/bulk.repository.js';
+import { createJobMetrics, createMetricsRegistry, registerPoolMetrics, serveMetrics, slonikPoolUsage } from '../platform/metrics.js';
+import { runWithRequestContext } from '../platform/request-context.js';
+import { Sweeper } from '../sync/sweeper.js';
 import { assertRegistryComplete, processors } from './processors/index.js';
 import type { Processor, ProcessorContext } from './processors/processor.js';
 
@@ -20,8 +18,6 @@ export interface RunningWorker {
   /** Stops taking jobs, waits for active ones (bounded), closes connections. */
   close(): Promise<void>;
 }
-
-const SWEEP_INTERVAL_MS = 250;
 
 /**
  * How long close() waits for active jobs before abandoning them (below bin/run.ts's
@@ -95,28 +91,8 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     return worker;
   });
 
-  // One sweep at a time; a tick during a slow sweep joins the running one.
-  let sweeping: Promise<void> | undefined;
-  const sweep = () => (sweeping ??= sweepOnce().finally(() => (sweeping = undefined)));
-  const sweepOnce = async () => {
-    try {
-      const window = Math.floor(Date.now() / 1_000);
-      for (const langKey of await languagesWithPendingChanges(db)) {
-        await queues.effects.add('apply-outbox', { langKey }, { jobId: `apply-${langKey}-sweep-${window}` });
-      }
-      const slice = Math.floor(Date.now() / 250);
-      for (const bulkJobId of await unfinishedBulkJobs(db, 100)) {
-        await queues.bulk.add('process-bulk', { bulkJobId }, { jobId: `bulk-${bulkJobId}-${slice}` });
-      }
-      for (const langKey of await listLanguagesPendingPurge(db, 100)) {
-        await queues.maintenance.add('purge-language', { langKey }, { jobId: `purge-language-${langKey}` });
-      }
-    } catch (error) {
-      logger.warn({ err: (error as Error).message }, 'sweep failed; retrying');
-    }
-  };
-  const timer = setInterval(() => void sweep(), SWEEP_INTERVAL_MS);
-  void sweep();
+  const sweeper = new Sweeper(db, queues, logger);
+  sweeper.start();
   await queues.maintenance
     .upsertJobScheduler('purge-expired-tokens', { every: 15 * 60_000 }, { name: 'purge-expired-tokens', data: {} })
     .catch((error: Error) => logger.warn({ err: error.message }, 'could not schedule token purge'));
@@ -127,9 +103,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     metricsPort: metricsServer.port,
     close() {
       closing ??= (async () => {
-        clearInterval(timer);
-        // A sweep still running would find its pool closed under it.
-        await sweeping;
+        await sweeper.stop();
         await settleConnections([...workers, ...Object.values(queues)]);
         await closeWithin(
           Promise.all(workers.map((worker) => worker.close())).catch((error: Error) => logger.warn({ err: error.message }, 'closing a worker failed')),

@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
-import { constantTimeEqual } from '../../shared/crypto.js';
-import { AdminUnauthorizedError, AdminUnavailableError } from '../../shared/errors.js';
+import { constantTimeEqual } from '../../platform/crypto.js';
+import { AdminUnauthorizedError, AdminUnavailableError } from '../../platform/errors.js';
 import type { AppContext } from '../context.js';
 
 /** HTTP Basic with ADMIN_USER / ADMIN_PASSWORD, compared in constant time; OAuth tokens never open /admin. */

@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
-import type { TokenVerifier } from '../../shared/auth.service.js';
-import { UnauthorizedError } from '../../shared/errors.js';
+import type { TokenVerifier } from '../../auth/token-verifier.js';
+import { UnauthorizedError } from '../../platform/errors.js';
 import type { AppContext } from '../context.js';
 
 /** Guards /api/v1 and /api/v2: a live bearer token sets `ctx.state.principal`. */

@@ -1,5 +1,5 @@
 import type { Next } from 'koa';
-import { AppError, GENERIC_500_BODY, HttpStatusError, RouteNotFoundError } from '../../shared/errors.js';
+import { AppError, GENERIC_500_BODY, HttpStatusError, RouteNotFoundError } from '../../platform/errors.js';
 import type { AppContext } from '../context.js';
 
 /** Statuses that Koa and its routers raise as HttpErrors and that map to a plain CONTRACT body. */

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import type { Logger } from 'pino';
-import type { HttpMetrics } from '../../shared/metrics.service.js';
-import { runWithRequestContext } from '../../shared/request-context.js';
+import type { HttpMetrics } from '../../platform/metrics.js';
+import { runWithRequestContext } from '../../platform/request-context.js';
 import type { AppContext } from '../context.js';
 import { isQueueDashboardPath, QUEUE_DASHBOARD_PATH } from './queue-dashboard.middleware.js';
 

@@ -1,6 +1,6 @@
 import type { OpenAPIRegistry, ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import type { ZodTypeAny } from 'zod';
-import { GENERIC_500_BODY } from '../../shared/errors.js';
+import { GENERIC_500_BODY } from '../../platform/errors.js';
 import { z } from './zod-openapi.js';
 
 /*

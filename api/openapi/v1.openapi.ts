@@ -1,8 +1,8 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { ZodTypeAny } from 'zod';
-import { languageSchema, languageWriteSchema } from '../../shared/schemas/language.schema.js';
-import { dateTimeSchema, idListSchema, idSchema } from '../../shared/schemas/primitives.js';
-import { KINDS, RECORD_KINDS, type RecordKind } from '../../shared/schemas/record-kinds.js';
+import { languageSchema, languageWriteSchema } from '../../catalogue/language.schema.js';
+import { dateTimeSchema, idListSchema, idSchema } from '../../catalogue/primitives.schema.js';
+import { KINDS, RECORD_KINDS, type RecordKind } from '../../catalogue/record-kinds.js';
 import { errors, json, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
 import { z } from './zod-openapi.js';
 

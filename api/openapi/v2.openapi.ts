@@ -1,7 +1,7 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { ZodTypeAny } from 'zod';
-import { DEFAULT_PER_PAGE, MAX_PER_PAGE } from '../../shared/schemas/list-query.schema.js';
-import { KINDS, RECORD_KINDS, type RecordKind } from '../../shared/schemas/record-kinds.js';
+import { DEFAULT_PER_PAGE, MAX_PER_PAGE } from '../../catalogue/list-query.schema.js';
+import { KINDS, RECORD_KINDS, type RecordKind } from '../../catalogue/record-kinds.js';
 import { errors, json, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
 import { v1RecordResponseSchema } from './v1.openapi.js';
 import { z } from './zod-openapi.js';

@@ -1,11 +1,11 @@
 import Router from '@koa/router';
 import type { Queue } from 'bullmq';
-import type { Config } from '../../shared/config.js';
-import type { Database } from '../../shared/db.js';
-import { HttpStatusError } from '../../shared/errors.js';
-import { AuditHorizonTimeoutError, listAuditEntries } from '../../shared/repositories/audit.repository.js';
-import { outboxCounts } from '../../shared/repositories/status.repository.js';
-import { parseOrThrow } from '../../shared/validation.js';
+import type { Config } from '../../platform/config.js';
+import type { Database } from '../../platform/db.js';
+import { HttpStatusError } from '../../platform/errors.js';
+import { AuditHorizonTimeoutError, listAuditEntries } from '../../sync/audit.repository.js';
+import { outboxCounts } from '../../sync/status.repository.js';
+import { parseOrThrow } from '../../catalogue/validation.js';
 import type { AppContext, AppState } from '../context.js';
 import { adminAuthMiddleware } from '../middleware/admin-auth.middleware.js';
 import { AUDIT_DEFAULT_LIMIT, auditQuerySchema } from '../schemas/admin.schema.js';

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { sql } from 'slonik';
 import type { Redis } from 'ioredis';
-import type { Database } from '../../shared/db.js';
+import type { Database } from '../../platform/db.js';
 import type { AppContext, AppState } from '../context.js';
 
 const withTimeout = <T>(promise: Promise<T>, ms: number) =>

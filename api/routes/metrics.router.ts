@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Registry } from 'prom-client';
-import { renderMetrics } from '../../shared/metrics.service.js';
+import { renderMetrics } from '../../platform/metrics.js';
 import type { AppContext, AppState } from '../context.js';
 
 /** GET /metrics for Prometheus; open like the health probes, since scrapers carry no credentials. */

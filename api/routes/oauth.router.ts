@@ -1,7 +1,7 @@
 import Router from '@koa/router';
-import type { Database } from '../../shared/db.js';
-import { issueToken } from '../../shared/auth.service.js';
-import { OAuthError } from '../../shared/errors.js';
+import type { Database } from '../../platform/db.js';
+import { issueToken } from '../../auth/auth.service.js';
+import { OAuthError } from '../../platform/errors.js';
 import type { AppContext, AppState } from '../context.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
 

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
-import type { TokenVerifier } from '../../shared/auth.service.js';
-import type { Database } from '../../shared/db.js';
-import type { OutboxNotifier } from '../../shared/outbox-notifier.js';
+import type { TokenVerifier } from '../../auth/token-verifier.js';
+import type { Database } from '../../platform/db.js';
+import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 import {
   getLanguage,
   getRecord,
@@ -12,9 +12,9 @@ import {
   listRecords,
   presentSaved,
   type ReadContext,
-} from '../../shared/read.service.js';
-import { changeAssignment, removeRecord, saveRecord, type WriteContext } from '../../shared/record.service.js';
-import { KINDS, RECORD_KINDS } from '../../shared/schemas/record-kinds.js';
+} from '../../reads/read.service.js';
+import { changeAssignment, removeRecord, saveRecord, type WriteContext } from '../../records/record.service.js';
+import { KINDS, RECORD_KINDS } from '../../catalogue/record-kinds.js';
 import { principalOf, type AppContext, type AppState } from '../context.js';
 import { registerOpenApi } from '../openapi.js';
 import { registerV2Paths } from '../openapi/v2.openapi.js';

@@ -1,5 +1,5 @@
-import { RECORD_KINDS } from '../../shared/schemas/record-kinds.js';
-import { auditEntryRow } from '../../shared/repositories/audit.repository.js';
+import { RECORD_KINDS } from '../../catalogue/record-kinds.js';
+import { auditEntryRow } from '../../sync/audit.repository.js';
 import { z } from '../openapi/zod-openapi.js';
 
 /** `kind` in the audit log: the v1 body key of the record, or `language`. */

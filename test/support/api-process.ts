@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import type { Config } from '../../shared/config.js';
+import type { Config } from '../../platform/config.js';
 import { httpRequest } from './harness.js';
 import { freePort, spawnEntryPoint } from './processes.js';
 

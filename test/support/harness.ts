@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { startApi, type RunningApi } from '../../api/server.js';
-import { createClient } from '../../shared/auth.service.js';
-import { parseConfig, type Config } from '../../shared/config.js';
-import { createDatabase, type Database } from '../../shared/db.js';
-import { createLogger } from '../../shared/logger.js';
-import { migrate } from '../../shared/migrator.js';
+import { createClient } from '../../auth/auth.service.js';
+import { parseConfig, type Config } from '../../platform/config.js';
+import { createDatabase, type Database } from '../../platform/db.js';
+import { createLogger } from '../../platform/logger.js';
+import { migrate } from '../../platform/migrator.js';
 import { startWorker, type RunningWorker } from '../../worker/worker.js';
 
 export const POSTGRES_URL = process.env['TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432';

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import net from 'node:net';
-import type { Config } from '../../shared/config.js';
+import type { Config } from '../../platform/config.js';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

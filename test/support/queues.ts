@@ -1,8 +1,8 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Config } from '../../shared/config.js';
-import { createQueues, type QueueKey } from '../../shared/queue.js';
-import { createRedis } from '../../shared/redis.js';
+import type { Config } from '../../platform/config.js';
+import { createQueues, type QueueKey } from '../../platform/queue.js';
+import { createRedis } from '../../platform/redis.js';
 
 /** The service's queues as a test sees them through the BullMQ API, on the environment's prefix. */
 export interface TestQueues {

@@ -1,5 +1,5 @@
 import { UnrecoverableError } from 'bullmq';
-import { drainLanguage } from '../effects/drain.js';
+import { drainLanguage } from '../../sync/drain.js';
 import type { Processor } from './processor.js';
 
 export const applyOutboxProcessor: Processor<'apply-outbox'> = async (job, { db, logger }) => {

@@ -1,6 +1,6 @@
 import { UnrecoverableError } from 'bullmq';
-import { applyBulkBatch } from '../../shared/bulk.service.js';
-import { refreshPlannerStatistics } from '../../shared/repositories/bulk.repository.js';
+import { applyBulkBatch } from '../../bulk/bulk.service.js';
+import { refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
 import type { Processor } from './processor.js';
 
 const BATCH = 1_000;

@@ -1,8 +1,8 @@
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
-import type { Database } from '../../shared/db.js';
-import type { OutboxNotifier } from '../../shared/outbox-notifier.js';
-import type { JobData, JobName } from '../../shared/queue.js';
+import type { Database } from '../../platform/db.js';
+import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
+import type { JobData, JobName } from '../../platform/queue.js';
 
 export interface ProcessorContext {
   db: Database;

@@ -1,4 +1,4 @@
-import { deleteExpiredTokens } from '../../shared/repositories/token.repository.js';
+import { deleteExpiredTokens } from '../../auth/token.repository.js';
 import type { Processor } from './processor.js';
 
 export const purgeExpiredTokensProcessor: Processor<'purge-expired-tokens'> = async (_job, { db }) => {

@@ -1,5 +1,5 @@
 import { UnrecoverableError } from 'bullmq';
-import { markLanguagePurged, purgeLanguageBatch } from '../../shared/repositories/language.repository.js';
+import { markLanguagePurged, purgeLanguageBatch } from '../../records/language.repository.js';
 import type { Processor } from './processor.js';
 
 const BATCH = 5_000;

@@ -1,0 +1,51 @@
+import type { Queue } from 'bullmq';
+import type { Pool } from 'pg';
+import { Gauge, type Registry } from 'prom-client';
+import type { Database } from '../platform/db.js';
+import type { Logger } from '../platform/logger.js';
+import {
+  createHttpMetrics,
+  createMetricsRegistry,
+  pgPoolUsage,
+  registerPoolMetrics,
+  registerQueueMetrics,
+  slonikPoolUsage,
+} from '../platform/metrics.js';
+import { outboxCounts } from '../sync/status.repository.js';
+
+/** The outbox backlog: accepted changes whose effects are not applied yet, and changes set aside as failed. */
+export function registerOutboxMetrics(registry: Registry, db: Database, logger: Logger): void {
+  const failed = new Gauge({ name: 'sync_outbox_failed', help: 'Outbox entries set aside as failed', registers: [registry] });
+  new Gauge({
+    name: 'sync_outbox_pending',
+    help: 'Accepted changes whose queued effects are not applied yet (0 means drained)',
+    registers: [registry],
+    async collect() {
+      try {
+        const counts = await outboxCounts(db);
+        this.set(counts.pending);
+        failed.set(counts.failed);
+      } catch (error) {
+        this.reset();
+        failed.reset();
+        logger.debug({ err: (error as Error).message }, 'outbox metrics unavailable');
+      }
+    },
+  });
+}
+
+export interface ApiMetricsSources {
+  db: Database;
+  copyPool: Pool;
+  queues: Queue[];
+  logger: Logger;
+}
+
+/** Everything the API's /metrics shows, in a registry of this app's own. */
+export function createApiMetrics({ db, copyPool, queues, logger }: ApiMetricsSources) {
+  const registry = createMetricsRegistry('api');
+  registerQueueMetrics(registry, queues, logger);
+  registerOutboxMetrics(registry, db, logger);
+  registerPoolMetrics(registry, { api: slonikPoolUsage(db), copy: pgPoolUsage(copyPool) });
+  return { registry, http: createHttpMetrics(registry) };
+}

@@ -1,0 +1,231 @@
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import type { DatabaseTransactionConnection } from 'slonik';
+import { z } from 'zod';
+import { LINE_HAS_NUL, LINE_TOO_LONG, NdjsonCopyTransform } from './ndjson-copy.transform.js';
+import type { Database } from '../platform/db.js';
+import { AppError, BadRequestError, RecordNotFoundError, ValidationError } from '../platform/errors.js';
+import { requireLanguage } from '../records/language.service.js';
+import { prepareWrite, storePrepared, type PreparedWrite } from '../records/record.service.js';
+import {
+  findBulkJob,
+  finishBulkJob,
+  listBulkErrors,
+  lockBulkJob,
+  readBulkLines,
+  recordBulkProgress,
+  type BulkJobRow,
+} from './bulk.repository.js';
+import { holdLanguageForWrite } from '../sync/locks.js';
+import { type ChangeOrigin, deleteRecord, writeRecords } from '../sync/write.repository.js';
+import { idSchema } from '../catalogue/primitives.schema.js';
+import { KINDS, RECORD_KINDS, type RecordKind } from '../catalogue/record-kinds.js';
+import { parseOrThrow } from '../catalogue/validation.js';
+
+export const INLINE_ERRORS = 1_000;
+
+export interface BulkContext {
+  db: Database;
+  /** Plain pg connections for streaming COPY, which slonik's API does not offer. */
+  copyPool: pg.Pool;
+  accountId: number;
+  clientId: string;
+  requestId: string;
+}
+
+/**
+ * Streams an NDJSON upload into `bulk_lines` with COPY, inside the transaction
+ * that creates the job: when this returns the whole file is durable, and a
+ * broken upload leaves nothing behind. Memory use is one line at a time.
+ * @throws {LanguageNotFoundError}
+ */
+export async function receiveBulk(context: BulkContext, languageId: string, body: Readable): Promise<BulkJobRow> {
+  const language = await requireLanguage(context.db, context.accountId, languageId);
+  const jobId = randomUUID();
+  const splitter = new NdjsonCopyTransform(jobId);
+  const client = await context.copyPool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(
+      `INSERT INTO bulk_jobs (id, account_id, lang_key, language_id, client_id, request_id, status)
+       VALUES ($1, $2, $3, $4, $5, $6, 'queued')`,
+      [jobId, context.accountId, language.lang_key, languageId, context.clientId, context.requestId],
+    );
+    await pipeline(body, splitter, client.query(copyFrom('COPY bulk_lines (job_id, line_no, line) FROM STDIN')));
+    await client.query('UPDATE bulk_jobs SET lines = $2 WHERE id = $1', [jobId, splitter.lines]);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+  const job = await findBulkJob(context.db, context.accountId, language.lang_key, jobId);
+  if (!job) throw new Error(`bulk job ${jobId} vanished after commit`);
+  return job;
+}
+
+/** @throws {LanguageNotFoundError} @throws {RecordNotFoundError} ("Bulk job not found") */
+export async function requireBulkJob(db: Database, accountId: number, languageId: string, jobId: string): Promise<BulkJobRow> {
+  const language = await requireLanguage(db, accountId, languageId);
+  const job = z.string().uuid().safeParse(jobId).success ? await findBulkJob(db, accountId, language.lang_key, jobId) : null;
+  if (!job) throw new RecordNotFoundError('Bulk job');
+  return job;
+}
+
+export async function presentBulkJob(db: Database, job: BulkJobRow) {
+  const errors = await listBulkErrors(db, job.id, 0, INLINE_ERRORS);
+  return {
+    id: job.id,
+    status: job.status,
+    lines: job.lines,
+    saved: job.saved,
+    failed: job.failed,
+    errors: errors.map((item) => ({ line: item.line_no, error: item.error })),
+    created_at: job.created_at,
+    finished_at: job.finished_at,
+  };
+}
+
+/** Every line error as NDJSON, read in pages so a huge error list streams. */
+export async function* bulkErrorLines(db: Database, jobId: string): AsyncGenerator<string> {
+  let after = 0;
+  for (;;) {
+    const page = await listBulkErrors(db, jobId, after, 1_000);
+    for (const item of page) yield `${JSON.stringify({ line: item.line_no, error: item.error })}\n`;
+    if (page.length < 1_000) return;
+    after = page[page.length - 1]!.line_no;
+  }
+}
+
+const deleteLineSchema = z.object({ kind: z.enum(RECORD_KINDS), id: idSchema }).strict();
+
+const lineShapeError = (keys: string[]) =>
+  new ValidationError(
+    keys.length === 0 ? 'missing_parameters' : 'unknown_parameters',
+    keys.length === 0 ? ['<kind>'] : keys,
+    'Each line must be {"<kind>":{...}} for one of brand, category, product, variant, review, profile, order, shopping_cart, or {"delete":{"kind":...,"id":...}}',
+  );
+
+type ParsedLine = { type: 'delete'; kind: RecordKind; id: string } | { type: 'write'; kind: RecordKind; body: unknown };
+
+/**
+ * The line's shape, as the single-record endpoints would see the request.
+ * @throws {AppError} the line's client error (recorded, the file goes on).
+ */
+function parseLine(text: string): ParsedLine {
+  if (text === LINE_TOO_LONG) throw new BadRequestError('Line is longer than 1 MiB');
+  if (text === LINE_HAS_NUL) throw new ValidationError('invalid_parameters', ['<line>'], 'Line contains a NUL character');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new BadRequestError('Malformed JSON on this line');
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new BadRequestError('Each line must be a JSON object');
+  const keys = Object.keys(parsed);
+  if (keys.length === 1 && keys[0] === 'delete') {
+    const target = parseOrThrow(deleteLineSchema, (parsed as { delete: unknown }).delete, ['delete']);
+    return { type: 'delete', kind: target.kind, id: target.id };
+  }
+  const kind = keys.find((key): key is RecordKind => (RECORD_KINDS as readonly string[]).includes(key));
+  if (!kind) throw lineShapeError(keys);
+  return { type: 'write', kind, body: parsed };
+}
+
+export interface BulkBatchResult {
+  done: boolean;
+  applied: number;
+  langKey?: number;
+  /** The last line applied, when the batch applied any. */
+  lastLine?: number;
+}
+
+class BatchOvertakenError extends Error {}
+
+const OVERTAKEN_RETRIES = 5;
+
+/**
+ * Applies the next batch of a bulk job's lines in one transaction that also
+ * advances `next_line`: a worker that dies resumes exactly where the last
+ * committed batch ended, so no line is applied twice and none is lost.
+ *
+ * Consecutive writes of distinct records are stored together, numbered in
+ * line order (write_records); a delete, a profile (its id may depend on the
+ * lines before it) or a record already in the run ends the run first, so the
+ * meaning is that of the lines sent one by one.
+ */
+export async function applyBulkBatch(db: Database, jobId: string, batchSize: number): Promise<BulkBatchResult> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await db.transaction((tx) => applyBatchOnce(tx, jobId, batchSize));
+    } catch (error) {
+      // A concurrent single write of a record in the run took a later number first: numbering the run again fixes it.
+      if (!(error instanceof BatchOvertakenError) || attempt === OVERTAKEN_RETRIES) throw error;
+    }
+  }
+}
+
+async function applyBatchOnce(tx: DatabaseTransactionConnection, jobId: string, batchSize: number): Promise<BulkBatchResult> {
+  const job = await lockBulkJob(tx, jobId);
+  if (!job || job.status === 'completed' || job.status === 'failed') return { done: true, applied: 0 };
+  const lines = await readBulkLines(tx, jobId, job.next_line, batchSize);
+  if (lines.length === 0) {
+    await finishBulkJob(tx, jobId, 'completed', null);
+    return { done: true, applied: 0, langKey: job.lang_key };
+  }
+  await holdLanguageForWrite(tx, job.lang_key);
+  const origin: ChangeOrigin = { accountId: job.account_id, languageId: job.language_id, actor: job.client_id, requestId: job.request_id ?? jobId };
+  const errors: Array<{ line: number; error: unknown }> = [];
+  let saved = 0;
+  let run: PreparedWrite[] = [];
+  let runKeys = new Set<string>();
+  /** Stores the run; false when the language is gone. */
+  const flush = async (): Promise<boolean> => {
+    if (run.length === 0) return true;
+    const status = await writeRecords(tx, job.lang_key, run, origin);
+    if (status === 'overtaken') throw new BatchOvertakenError(`bulk job ${jobId}: a run was overtaken by a concurrent write`);
+    if (status === 'language-gone') return false;
+    saved += run.length;
+    run = [];
+    runKeys = new Set();
+    return true;
+  };
+  const languageGone = async () => {
+    await finishBulkJob(tx, jobId, 'failed', `Language '${job.language_id}' was deleted`);
+    return { done: true, applied: saved };
+  };
+  for (const { line_no: line, line: text } of lines) {
+    try {
+      const parsed = parseLine(text);
+      if (parsed.type === 'delete') {
+        if (!(await flush())) return languageGone();
+        const before = await deleteRecord(tx, job.lang_key, parsed.kind, parsed.id, origin);
+        if (!before) throw new RecordNotFoundError(KINDS[parsed.kind].resource);
+        saved += 1;
+        continue;
+      }
+      if (parsed.kind === 'profile' && !(await flush())) return languageGone();
+      const prepared = await prepareWrite(tx, job.lang_key, parsed.kind, parsed.body);
+      if (parsed.kind === 'profile') {
+        if (!(await storePrepared(tx, job.lang_key, prepared, origin))) return languageGone();
+        saved += 1;
+        continue;
+      }
+      const key = `${prepared.kind}\u0000${prepared.id}`;
+      const createdGiven = Boolean(prepared.times.created_at);
+      if ((runKeys.has(key) || (run.length > 0 && Boolean(run[0]!.times.created_at) !== createdGiven)) && !(await flush())) return languageGone();
+      run.push(prepared);
+      runKeys.add(key);
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      errors.push({ line, error: error.body() });
+    }
+  }
+  if (!(await flush())) return languageGone();
+  await recordBulkProgress(tx, jobId, { nextLine: lines[lines.length - 1]!.line_no, saved, errors });
+  return { done: false, applied: lines.length, langKey: job.lang_key, lastLine: lines[lines.length - 1]!.line_no };
+}

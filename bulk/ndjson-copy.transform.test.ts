@@ -1,0 +1,68 @@
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { LINE_HAS_NUL, LINE_TOO_LONG, MAX_LINE_BYTES, NdjsonCopyTransform } from './ndjson-copy.transform.js';
+
+/** Feeds `chunks` through the transform; returns its COPY rows (as [line_no, line]) and its line count. */
+async function copyRows(chunks: Array<string | Buffer>): Promise<{ rows: Array<[number, string]>; lines: number }> {
+  const transform = new NdjsonCopyTransform('job');
+  const output: string[] = [];
+  transform.on('data', (row: Buffer | string) => output.push(row.toString()));
+  await new Promise<void>((resolve, reject) => {
+    Readable.from(chunks.map((chunk) => (typeof chunk === 'string' ? Buffer.from(chunk) : chunk)))
+      .pipe(transform)
+      .on('finish', resolve)
+      .on('error', reject);
+  });
+  await new Promise((resolve) => setImmediate(resolve));
+  const rows = output
+    .join('')
+    .split('\n')
+    .filter(Boolean)
+    .map((row) => {
+      const [job, number, line] = row.split('\t');
+      expect(job).toBe('job');
+      return [Number(number), line!] as [number, string];
+    });
+  return { rows, lines: transform.lines };
+}
+
+describe('when an NDJSON upload is turned into COPY rows', () => {
+  it('should number lines as in the file and skip blank ones', async () => {
+    const { rows, lines } = await copyRows(['{"a":1}\n\n  \n{"b":2}\r\n{"c":3}']);
+    expect(rows).toEqual([
+      [1, '{"a":1}'],
+      [4, '{"b":2}'],
+      [5, '{"c":3}'],
+    ]);
+    expect(lines).toBe(3);
+  });
+
+  it('should join a line split across chunks, even inside a multi-byte character', async () => {
+    const text = Buffer.from('{"name":"café"}\n');
+    const cut = text.indexOf(0xc3) + 1;
+    const { rows } = await copyRows([text.subarray(0, cut), text.subarray(cut)]);
+    expect(rows).toEqual([[1, '{"name":"café"}']]);
+  });
+
+  it('should escape what COPY text format would read as control characters', async () => {
+    const { rows } = await copyRows(['{"a":"tab\there \\\\ back"}\n']);
+    expect(rows).toEqual([[1, '{"a":"tab\\there \\\\\\\\ back"}']]);
+  });
+
+  it('should mark a line longer than the limit and go on with the next', async () => {
+    const long = `{"a":"${'x'.repeat(MAX_LINE_BYTES)}"}`;
+    const { rows } = await copyRows([`${long.slice(0, 1000)}`, `${long.slice(1000)}\n{"b":2}\n`]);
+    expect(rows).toEqual([
+      [1, LINE_TOO_LONG],
+      [2, '{"b":2}'],
+    ]);
+  });
+
+  it('should mark a line holding a NUL character', async () => {
+    const { rows } = await copyRows(['{"a":"\u0000"}\n{"b":2}\n']);
+    expect(rows).toEqual([
+      [1, LINE_HAS_NUL],
+      [2, '{"b":2}'],
+    ]);
+  });
+});

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import { dateTimeSchema } from './primitives.schema.js';
+
+export const DEFAULT_PER_PAGE = 10;
+export const MAX_PER_PAGE = 250;
+
+/** A positive decimal integer in a query string ("01" is 1; "1.0", "+1", "1e3", "" are not integers). */
+const integerParam = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,16}$/, 'must be an integer')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+/**
+ * A date-time filter. In a query string an unescaped `+` of a zone offset
+ * arrives as a space ("...T10:00:00 02:00"); that space is read as the `+`.
+ */
+const timestampParam = z
+  .string()
+  .transform((value) => value.replace(/^(.*T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}(?::?\d{2})?)$/i, '$1+$2'))
+  .pipe(dateTimeSchema);
+
+/**
+ * Query of every v2 list and sub-list (CONTRACT 8): pagination and strict
+ * timestamp filters. Unknown parameters are refused, repeated ones are invalid.
+ */
+export const listQuerySchema = z
+  .object({
+    page: integerParam(1, Number.MAX_SAFE_INTEGER).default('1'),
+    per_page: integerParam(1, MAX_PER_PAGE).default(String(DEFAULT_PER_PAGE)),
+    created_after: timestampParam.optional(),
+    created_before: timestampParam.optional(),
+    updated_after: timestampParam.optional(),
+    updated_before: timestampParam.optional(),
+  })
+  .strict();
+
+export type ListQuery = z.output<typeof listQuerySchema>;
+
+/** The timestamp filters of a list query, ISO 8601 in UTC; each bound is exclusive. */
+export type ListFilters = Pick<ListQuery, 'created_after' | 'created_before' | 'updated_after' | 'updated_before'>;
+
+export const hasFilters = (filters: ListFilters): boolean =>
+  filters.created_after !== undefined ||
+  filters.created_before !== undefined ||
+  filters.updated_after !== undefined ||
+  filters.updated_before !== undefined;

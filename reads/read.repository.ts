@@ -1,0 +1,355 @@
+import { sql, type CommonQueryMethods } from 'slonik';
+import { z } from 'zod';
+import { type Language, languageSchema } from '../catalogue/language.schema.js';
+import { hasFilters, type ListFilters } from '../catalogue/list-query.schema.js';
+import type { RecordKind } from '../catalogue/record-kinds.js';
+
+/**
+ * Reads of the v2 lists. Every list is ordered by (created_at, id), the key
+ * of the `records_list` index (WHERE live), which also carries updated_at, so
+ * pages and counts are index-only range scans.
+ */
+
+const countRow = z.object({ total: z.number() });
+const idsRow = z.object({ owner: z.string(), ids: z.array(z.string()) });
+
+/** Which records of the kind a list holds. */
+export type ListScope =
+  | { type: 'all' }
+  /** Variants of a product (by the variant's own product_id). */
+  | { type: 'variants-of'; productId: string }
+  /** Records linked to `other` through `rel`; `side` is the listed records' column. */
+  | { type: 'linked'; rel: 'product_category' | 'relevant'; side: 'a' | 'b'; other: string };
+
+export interface PageWindow {
+  offset: number;
+  limit: number;
+  /** Walk the index from the end (for pages nearer the end than the start); the result is still ascending. */
+  fromEnd: boolean;
+  /** How many rows the whole list has. */
+  total: number;
+}
+
+function scopeCondition(langKey: number, scope: ListScope) {
+  switch (scope.type) {
+    case 'all':
+      return sql.fragment`TRUE`;
+    case 'variants-of':
+      return sql.fragment`kind = 'variant' AND (data ->> 'product_id') = ${scope.productId}`;
+    case 'linked': {
+      const mine = sql.identifier([scope.side]);
+      const other = sql.identifier([scope.side === 'a' ? 'b' : 'a']);
+      return sql.fragment`id IN (
+        SELECT l.${mine} FROM links l
+        WHERE l.lang_key = ${langKey} AND l.rel = ${scope.rel} AND l.${other} = ${scope.other}
+      )`;
+    }
+  }
+}
+
+function filterCondition(filters: ListFilters) {
+  const parts = [sql.fragment`TRUE`];
+  if (filters.created_after !== undefined) parts.push(sql.fragment`created_at > ${filters.created_after}::timestamptz`);
+  if (filters.created_before !== undefined) parts.push(sql.fragment`created_at < ${filters.created_before}::timestamptz`);
+  if (filters.updated_after !== undefined) parts.push(sql.fragment`updated_at > ${filters.updated_after}::timestamptz`);
+  if (filters.updated_before !== undefined) parts.push(sql.fragment`updated_at < ${filters.updated_before}::timestamptz`);
+  return sql.join(parts, sql.fragment` AND `);
+}
+
+/**
+ * One field of an item as the v2 reads show it. The same description is
+ * shown by SQL (lists: the page's JSON is built in the list's own statement)
+ * and by JavaScript (single records), so the two cannot drift apart.
+ */
+export type ItemPart =
+  | { key: string; from: 'id' | 'created_at' | 'updated_at' | 'custom_attributes' }
+  /** A data field, null when unset. */
+  | { key: string; from: 'field'; field: string }
+  /** The ids linked to the record through `rel` (the record on `side`), in id order. */
+  | { key: string; from: 'links'; rel: 'product_category' | 'relevant'; side: 'a' | 'b' }
+  /** The live products whose brand_id is the record, in list order. */
+  | { key: string; from: 'brand_products' };
+export type ItemShape = readonly ItemPart[];
+
+/** A timestamp exactly as the API shows it (db.ts: ISO 8601 in UTC with milliseconds). */
+const isoText = (column: ReturnType<typeof sql.identifier>) =>
+  sql.fragment`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** The SQL value of one part for the record `r`. */
+function partValue(langKey: number, part: ItemPart) {
+  switch (part.from) {
+    case 'id':
+      return sql.fragment`r.id`;
+    case 'created_at':
+      return isoText(sql.identifier(['r', 'created_at']));
+    case 'updated_at':
+      return isoText(sql.identifier(['r', 'updated_at']));
+    case 'field':
+      return sql.fragment`r.data -> ${part.field}`;
+    case 'custom_attributes':
+      return sql.fragment`coalesce(nullif(r.data -> 'custom_attributes', 'null'::jsonb), '[]'::jsonb)`;
+    case 'links': {
+      const mine = sql.identifier(['l', part.side]);
+      const other = sql.identifier(['l', part.side === 'a' ? 'b' : 'a']);
+      return sql.fragment`to_json(ARRAY(
+        SELECT ${other} FROM links l
+        WHERE l.lang_key = ${langKey} AND l.rel = ${part.rel} AND ${mine} = r.id
+        ORDER BY ${other}
+      ))`;
+    }
+    case 'brand_products':
+      return sql.fragment`to_json(ARRAY(
+        SELECT p.id FROM records p
+        WHERE p.lang_key = ${langKey} AND p.kind = 'product' AND p.live AND (p.data ->> 'brand_id') = r.id
+        ORDER BY p.created_at, p.id
+      ))`;
+  }
+}
+
+/** The columns of an item; row_to_json of them gives the item with its keys in shape order. */
+const itemColumns = (langKey: number, shape: ItemShape) =>
+  sql.join(
+    shape.map((part) => sql.fragment`${partValue(langKey, part)} AS ${sql.identifier([part.key])}`),
+    sql.fragment`, `,
+  );
+
+/** The record a sub-listing hangs from; the list is only shown when it is live. */
+export interface ListParent {
+  kind: RecordKind;
+  id: string;
+}
+
+export interface ListRequest {
+  kind: RecordKind;
+  scope: ListScope;
+  filters: ListFilters;
+  page: number;
+  perPage: number;
+  shape: ItemShape;
+  parent?: ListParent;
+}
+
+const listRow = z.object({
+  parent_live: z.boolean(),
+  total: z.number(),
+  /** Rows summed for an unfiltered total (record_count_deltas): how far the counter is from folded. */
+  counter_rows: z.number(),
+  /** The page's items, a JSON array in list order. */
+  data: z.string(),
+});
+export type ListPage = z.infer<typeof listRow>;
+
+/**
+ * A linked list (a category's products) with up to this many links is read
+ * from its links and sorted; a larger one walks the list index in order,
+ * probing the links. Postgres' own choice, with LIMIT, tends to walk even for
+ * a small category of a big catalogue, probing thousands of records per page.
+ */
+export const DRIVE_FROM_LINKS_MAX = 50_000;
+
+/**
+ * A list's total and one page of it as JSON, in one statement, so both come
+ * from one snapshot without a transaction around them.
+ *
+ * The total of an unfiltered list comes from the trigger-kept counter
+ * (reads/sql/record_counts.sql), anything else from an index range count. The page's
+ * keys come from an index-only scan (OFFSET over the list index, from
+ * whichever end is nearer, so no page walks more than half of the list);
+ * only the page's own rows are then read from the table. A small linked list
+ * is read from its links and sorted instead. Every branch but the chosen
+ * one gets LIMIT 0, so it reads nothing.
+ */
+export async function listPage(db: CommonQueryMethods, langKey: number, request: ListRequest): Promise<ListPage> {
+  return db.one(listStatement(langKey, request));
+}
+
+/** The statement of listPage. */
+export function listStatement(langKey: number, request: ListRequest) {
+  const { kind, scope, filters } = request;
+  const counted =
+    scope.type === 'all' && !hasFilters(filters)
+      ? sql.fragment`
+          SELECT coalesce(sum(delta), 0)::int8 AS total, count(*) AS counter_rows
+          FROM record_count_deltas
+          WHERE lang_key = ${langKey} AND kind = ${kind}`
+      : sql.fragment`
+          SELECT count(*) AS total, 0::int8 AS counter_rows
+          FROM records
+          WHERE lang_key = ${langKey} AND kind = ${kind} AND live
+            AND ${scopeCondition(langKey, scope)} AND ${filterCondition(filters)}`;
+  const parentLive = request.parent
+    ? sql.fragment`EXISTS (
+        SELECT 1 FROM records
+        WHERE lang_key = ${langKey} AND kind = ${request.parent.kind} AND id = ${request.parent.id} AND live
+      )`
+    : sql.fragment`TRUE`;
+
+  let fromLinks = sql.fragment`FALSE`;
+  if (scope.type === 'linked') {
+    const other = sql.identifier([scope.side === 'a' ? 'b' : 'a']);
+    // With filters the filtered total does not bound the links, so they are counted (up to the bound).
+    const fewLinks = hasFilters(filters)
+      ? sql.fragment`(SELECT count(*) FROM (
+          SELECT 1 FROM links
+          WHERE lang_key = ${langKey} AND rel = ${scope.rel} AND ${other} = ${scope.other}
+          LIMIT ${DRIVE_FROM_LINKS_MAX + 1}
+        ) AS bounded) <= ${DRIVE_FROM_LINKS_MAX}`
+      : sql.fragment`TRUE`;
+    fromLinks = sql.fragment`total <= ${DRIVE_FROM_LINKS_MAX} AND ${fewLinks}`;
+  }
+
+  const walk = (fromEnd: boolean) => {
+    const direction = fromEnd ? sql.fragment`DESC` : sql.fragment`ASC`;
+    return sql.fragment`(
+      SELECT id FROM records
+      WHERE lang_key = ${langKey} AND kind = ${kind} AND live
+        AND ${scopeCondition(langKey, scope)} AND ${filterCondition(filters)}
+      ORDER BY created_at ${direction}, id ${direction}
+      OFFSET (SELECT w.skip FROM w) LIMIT (SELECT CASE WHEN w.branch = ${fromEnd ? 'backward' : 'forward'} THEN w.size ELSE 0 END FROM w)
+    )`;
+  };
+  let linked = sql.fragment``;
+  if (scope.type === 'linked') {
+    const mine = sql.identifier(['l', scope.side]);
+    const other = sql.identifier(['l', scope.side === 'a' ? 'b' : 'a']);
+    // OFFSET 0 fences keep the join driven from the links (one primary-key probe per link), then sorted.
+    linked = sql.fragment`UNION ALL (
+      SELECT r.id FROM (
+        SELECT ${mine} AS id FROM links l
+        WHERE l.lang_key = ${langKey} AND l.rel = ${scope.rel} AND ${other} = ${scope.other}
+        OFFSET 0
+      ) AS linked
+      CROSS JOIN LATERAL (
+        SELECT id, created_at FROM records
+        WHERE lang_key = ${langKey} AND kind = ${kind} AND id = linked.id AND live AND ${filterCondition(filters)}
+        OFFSET 0
+      ) AS r
+      ORDER BY r.created_at, r.id
+      OFFSET (SELECT w.skip FROM w) LIMIT (SELECT CASE WHEN w.branch = 'links' THEN w.size ELSE 0 END FROM w)
+    )`;
+  }
+
+  return sql.type(listRow)`
+    WITH c AS MATERIALIZED (${counted}),
+    bounds AS MATERIALIZED (
+      SELECT c.total, q.start, greatest(least(${request.perPage}::int8, c.total - q.start), 0) AS size
+      FROM c, (SELECT (${request.page}::int8 - 1) * ${request.perPage} AS start) AS q
+    ),
+    -- Which branch reads the page (the others get LIMIT 0 and read nothing) and how many rows it skips.
+    w AS MATERIALIZED (
+      SELECT size, CASE WHEN branch = 'backward' THEN total - start - size ELSE start END AS skip, branch
+      FROM (
+        SELECT *, CASE
+          WHEN size = 0 THEN 'none'
+          WHEN ${fromLinks} THEN 'links'
+          WHEN start * 2 + size > total THEN 'backward'
+          ELSE 'forward'
+        END AS branch
+        FROM bounds
+      ) AS chosen
+    ),
+    -- The constant LIMIT tells the planner the page is small (it cannot see the window's size).
+    page AS (SELECT id FROM (${walk(false)} UNION ALL ${walk(true)} ${linked}) AS branches LIMIT ${request.perPage}::int8)
+    SELECT
+      ${parentLive} AS parent_live,
+      (SELECT total FROM c) AS total,
+      (SELECT counter_rows FROM c) AS counter_rows,
+      coalesce((
+        SELECT '[' || string_agg(row_to_json(item)::text, ',' ORDER BY r.created_at, r.id) || ']'
+        FROM page
+        JOIN records r ON r.lang_key = ${langKey} AND r.kind = ${kind} AND r.id = page.id
+        CROSS JOIN LATERAL (SELECT ${itemColumns(langKey, request.shape)}) AS item
+      ), '[]') AS data
+  `;
+}
+
+/** Folds the counter rows of a (language, kind) into one (reads/sql/record_counts.sql). */
+export async function foldRecordCount(db: CommonQueryMethods, langKey: number, kind: RecordKind): Promise<void> {
+  await db.query(sql.unsafe`SELECT record_count_fold(${langKey}, ${kind})`);
+}
+
+/**
+ * Vacuums the counter table, so a sum reads the few live rows of its key
+ * again instead of the dead ones a large fold left (a bitmap scan does not
+ * skip them). Not in a transaction.
+ */
+export async function vacuumRecordCounts(db: CommonQueryMethods): Promise<void> {
+  await db.query(sql.unsafe`VACUUM (ANALYZE) record_count_deltas`);
+}
+
+/**
+ * The current links of many records at once: for each owner in `owners`
+ * (on `side`), the ids on the other side, in id order.
+ */
+export async function linkedIds(
+  db: CommonQueryMethods,
+  langKey: number,
+  rel: 'product_category' | 'relevant',
+  side: 'a' | 'b',
+  owners: readonly string[],
+): Promise<Map<string, string[]>> {
+  if (owners.length === 0) return new Map();
+  const mine = sql.identifier([side]);
+  const other = sql.identifier([side === 'a' ? 'b' : 'a']);
+  const rows = await db.any(sql.type(idsRow)`
+    SELECT ${mine} AS owner, array_agg(${other} ORDER BY ${other}) AS ids
+    FROM links
+    WHERE lang_key = ${langKey} AND rel = ${rel} AND ${mine} = ANY(${sql.array([...owners], 'text')})
+    GROUP BY ${mine}
+  `);
+  return new Map(rows.map((row) => [row.owner, [...row.ids]]));
+}
+
+/** For each brand in `brandIds`, its live products (by the products' brand_id), in list order. */
+export async function brandProductIds(db: CommonQueryMethods, langKey: number, brandIds: readonly string[]): Promise<Map<string, string[]>> {
+  if (brandIds.length === 0) return new Map();
+  const rows = await db.any(sql.type(idsRow)`
+    SELECT data ->> 'brand_id' AS owner, array_agg(id ORDER BY created_at, id) AS ids
+    FROM records
+    WHERE lang_key = ${langKey} AND kind = 'product' AND live
+      AND (data ->> 'brand_id') = ANY(${sql.array([...brandIds], 'text')})
+    GROUP BY data ->> 'brand_id'
+  `);
+  return new Map(rows.map((row) => [row.owner, [...row.ids]]));
+}
+
+
+function languageFilter(accountId: number, filters: ListFilters) {
+  return sql.fragment`account_id = ${accountId} AND deleted_at IS NULL AND ${filterCondition(filters)}`;
+}
+
+/** How many live languages the account has (passing the filters). */
+export async function countLanguages(db: CommonQueryMethods, accountId: number, filters: ListFilters): Promise<number> {
+  return db.oneFirst(sql.type(countRow)`
+    SELECT count(*) AS total FROM languages WHERE ${languageFilter(accountId, filters)}
+  `);
+}
+
+/** One page of the account's live languages, ascending by (created_at, id). */
+export async function pageOfLanguages(
+  db: CommonQueryMethods,
+  accountId: number,
+  filters: ListFilters,
+  window: PageWindow,
+): Promise<readonly Language[]> {
+  const direction = window.fromEnd ? sql.fragment`DESC` : sql.fragment`ASC`;
+  return db.any(sql.type(languageSchema)`
+    SELECT id, name, code, active, url
+    FROM (
+      SELECT id, name, code, active, url, created_at
+      FROM languages
+      WHERE ${languageFilter(accountId, filters)}
+      ORDER BY created_at ${direction}, id ${direction}
+      OFFSET ${window.offset} LIMIT ${window.limit}
+    ) AS page
+    ORDER BY created_at, id
+  `);
+}
+
+/**
+ * Makes the caller's transaction one read-only snapshot, so that a list's
+ * `total`, its page and the page's links agree. Must be its first statement.
+ */
+export async function beginReadSnapshot(tx: CommonQueryMethods): Promise<void> {
+  await tx.query(sql.unsafe`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`);
+}

@@ -1,0 +1,81 @@
+-- Live-record totals of the v2 lists per (language, kind), kept by triggers on
+-- `records` into record_count_deltas (its table: migrations/0004_v2_counts.sql).
+--
+-- The total of a (lang_key, kind) is sum(delta). Writers only ever INSERT
+-- delta rows, so concurrent writers never wait on a counter row: a shared
+-- counter row would be held until commit, and a long transaction (an applier
+-- or bulk batch) holding it while waiting for a record row that an API write
+-- holds (and that write waiting for the counter) would deadlock. Now and then a
+-- writer folds the visible rows of its key into one (skipping rows another
+-- transaction is folding), so each key keeps a few dozen rows at most.
+
+CREATE OR REPLACE FUNCTION record_count_fold(p_lang_key bigint, p_kind text) RETURNS void
+LANGUAGE sql AS $$
+  WITH folded AS (
+    DELETE FROM record_count_deltas
+    WHERE ctid = ANY (ARRAY(
+      SELECT ctid FROM record_count_deltas
+      WHERE lang_key = p_lang_key AND kind = p_kind
+      FOR UPDATE SKIP LOCKED
+    ))
+    RETURNING delta
+  )
+  INSERT INTO record_count_deltas (lang_key, kind, delta)
+  SELECT p_lang_key, p_kind, sum(delta) FROM folded
+  HAVING sum(delta) <> 0
+$$;
+
+-- Adds one delta row per (lang_key, kind) and folds that key about once in 32 changes.
+CREATE OR REPLACE FUNCTION record_count_add(p_lang_key bigint, p_kind text, p_delta bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_delta = 0 THEN
+    RETURN;
+  END IF;
+  INSERT INTO record_count_deltas (lang_key, kind, delta) VALUES (p_lang_key, p_kind, p_delta);
+  IF random() < 1.0 / 32 THEN
+    PERFORM record_count_fold(p_lang_key, p_kind);
+  END IF;
+END
+$$;
+
+-- Inserts and deletes are counted per statement (a bulk load or a purge batch
+-- adds one row per key, not one per record); a change of `live` per row, and
+-- only when it really changes (the WHEN clause costs no function call).
+CREATE OR REPLACE FUNCTION records_count_inserted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM record_count_add(lang_key, kind, n)
+  FROM (SELECT lang_key, kind, count(*) AS n FROM inserted_rows WHERE live GROUP BY lang_key, kind) AS changes;
+  RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION records_count_deleted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM record_count_add(lang_key, kind, -n)
+  FROM (SELECT lang_key, kind, count(*) AS n FROM deleted_rows WHERE live GROUP BY lang_key, kind) AS changes;
+  RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION records_count_live_changed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM record_count_add(NEW.lang_key, NEW.kind, CASE WHEN NEW.live THEN 1 ELSE -1 END);
+  RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE TRIGGER records_count_inserted AFTER INSERT ON records
+  REFERENCING NEW TABLE AS inserted_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION records_count_inserted();
+
+CREATE OR REPLACE TRIGGER records_count_deleted AFTER DELETE ON records
+  REFERENCING OLD TABLE AS deleted_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION records_count_deleted();
+
+CREATE OR REPLACE TRIGGER records_count_live_changed AFTER UPDATE OF live ON records
+  FOR EACH ROW WHEN (OLD.live IS DISTINCT FROM NEW.live)
+  EXECUTE FUNCTION records_count_live_changed();

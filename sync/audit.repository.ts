@@ -1,0 +1,122 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type CommonQueryMethods, type DatabaseTransactionConnection, sql } from 'slonik';
+import { z } from 'zod';
+import { applierLockHolders } from './locks.js';
+
+export const auditEntryRow = z.object({
+  seq: z.number(),
+  at: z.string(),
+  account: z.string(),
+  language_id: z.string(),
+  kind: z.string(),
+  record_id: z.string(),
+  action: z.string(),
+  actor: z.string(),
+  request_id: z.string().nullable(),
+  changes: z.record(z.unknown()),
+});
+export type AuditEntryRow = z.infer<typeof auditEntryRow>;
+
+export interface AuditFilter {
+  languageId?: string;
+  kind?: string;
+  recordId?: string;
+  /** Only entries with a higher seq. */
+  after: number;
+  limit: number;
+}
+
+/** An audit entry as the applier writes it: numbered and timed as the change that caused it. */
+export interface AuditEntry {
+  account_id: number;
+  lang_key: number;
+  language_id: string;
+  kind: string;
+  record_id: string;
+  action: string;
+  actor: string;
+  request_id: string | null;
+  write_seq: number;
+  at: string;
+  changes: Record<string, unknown>;
+}
+
+/** Writes a batch's audit entries in one statement, in the order given (their seq order). */
+export async function insertAuditEntries(tx: DatabaseTransactionConnection, entries: AuditEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  const column = <K extends keyof AuditEntry>(name: K) => entries.map((entry) => entry[name]);
+  await tx.query(sql.unsafe`
+    INSERT INTO audit_log (account_id, lang_key, language_id, kind, record_id, action, actor, request_id, write_seq, at, changes)
+    SELECT * FROM unnest(
+      ${sql.array(column('account_id'), 'int8')},
+      ${sql.array(column('lang_key'), 'int8')},
+      ${sql.array(column('language_id'), 'text')},
+      ${sql.array(column('kind'), 'text')},
+      ${sql.array(column('record_id'), 'text')},
+      ${sql.array(column('action'), 'text')},
+      ${sql.array(column('actor'), 'text')},
+      ${sql.array(column('request_id'), 'text')},
+      ${sql.array(column('write_seq'), 'int8')},
+      ${sql.array(column('at'), 'timestamptz')},
+      ${sql.array(entries.map((entry) => JSON.stringify(entry.changes)), 'jsonb')}
+    )
+  `);
+}
+
+export class AuditHorizonTimeoutError extends Error {}
+
+/**
+ * The highest seq below which the audit log can no longer change.
+ *
+ * seq comes from a sequence, taken before commit, so a batch holding seq 41 can
+ * commit after a batch holding 42; a reader that paged past 42 with `after`
+ * would never see 41. Audit entries are written only by the outbox applier,
+ * inside a transaction holding the language's applier lock from its start (see
+ * sync/locks.ts). So: read the sequence, then the transactions holding
+ * such a lock, and wait until those have ended. Any entry numbered at or below
+ * the value read belongs to a transaction that had the lock then, and is now
+ * committed or gone.
+ */
+async function stableHorizon(db: CommonQueryMethods, timeoutMs: number): Promise<number> {
+  const horizon = await db.oneFirst(sql.type(z.object({ horizon: z.number() }))`
+    SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS horizon FROM audit_log_seq_seq
+  `);
+  const writers = await applierLockHolders(db);
+  if (writers.length === 0) return horizon;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const running = new Set(await applierLockHolders(db));
+    if (!writers.some((writer) => running.has(writer))) return horizon;
+    if (Date.now() > deadline) throw new AuditHorizonTimeoutError('audit writers did not finish in time');
+    await sleep(10);
+  }
+}
+
+/**
+ * Audit entries, oldest first, with the account's name. Returns at most
+ * `limit` entries and the seq to continue after, or null when nothing more is
+ * there yet.
+ * @throws {AuditHorizonTimeoutError} when an applier batch stays open longer than `horizonTimeoutMs`.
+ */
+export async function listAuditEntries(
+  db: CommonQueryMethods,
+  filter: AuditFilter,
+  horizonTimeoutMs = 5_000,
+): Promise<{ entries: readonly AuditEntryRow[]; nextAfter: number | null }> {
+  const horizon = await stableHorizon(db, horizonTimeoutMs);
+  const conditions = [sql.fragment`a.seq > ${filter.after}`, sql.fragment`a.seq <= ${horizon}`];
+  if (filter.languageId !== undefined) conditions.push(sql.fragment`a.language_id = ${filter.languageId}`);
+  if (filter.kind !== undefined) conditions.push(sql.fragment`a.kind = ${filter.kind}`);
+  if (filter.recordId !== undefined) conditions.push(sql.fragment`a.record_id = ${filter.recordId}`);
+  // One row more than asked tells whether another page follows.
+  const rows = await db.any(sql.type(auditEntryRow)`
+    SELECT a.seq, a.at, acc.name AS account, a.language_id, a.kind, a.record_id, a.action, a.actor, a.request_id, a.changes
+    FROM audit_log a
+    JOIN accounts acc ON acc.id = a.account_id
+    WHERE ${sql.join(conditions, sql.fragment` AND `)}
+    ORDER BY a.seq
+    LIMIT ${filter.limit + 1}
+  `);
+  const entries = rows.slice(0, filter.limit);
+  return { entries, nextAfter: rows.length > filter.limit ? entries[entries.length - 1]!.seq : null };
+}

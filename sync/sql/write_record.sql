@@ -1,0 +1,80 @@
+-- The write half of the sync protocol for one record, in one round trip: the
+-- language's shared lock, a write number, the upsert of the record's own
+-- fields (the API view) and its outbox row. As a function it runs in the
+-- caller's transaction (or the call's own) with its plans cached per connection.
+--
+-- Order matters and is kept: the language's shared lock is taken before a
+-- write number (the applier's horizon relies on it), and each statement of a
+-- plpgsql function in READ COMMITTED takes a fresh snapshot, so a language
+-- deleted while we waited for the lock is seen as gone.
+--
+-- status: 'written' (the row), 'language-gone' (no row). An update that lost a
+-- race to a higher-numbered write of the same record is retried with a new
+-- number, as before.
+CREATE OR REPLACE FUNCTION write_record(
+  p_lang_key    bigint,
+  p_kind        text,
+  p_id          text,
+  p_fields      jsonb,
+  p_created_at  timestamptz,
+  p_updated_at  timestamptz,
+  p_account_id  bigint,
+  p_language_id text,
+  p_payload     jsonb,
+  p_actor       text,
+  p_request_id  text
+)
+RETURNS TABLE (status text, id text, data jsonb, created_at timestamptz, updated_at timestamptz, seq bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  attempt integer := 0;
+BEGIN
+  PERFORM sync_lock_language_shared(p_lang_key);
+  LOOP
+    attempt := attempt + 1;
+    RETURN QUERY
+      WITH s AS (
+        SELECT nextval('write_seq') AS seq, date_trunc('milliseconds', clock_timestamp()) AS now
+      ),
+      w AS (
+        INSERT INTO records AS r (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at)
+        SELECT
+          p_lang_key, p_kind, p_id, p_fields,
+          coalesce((SELECT jsonb_object_agg(name, s.seq) FROM jsonb_object_keys(p_fields) AS name), '{}'::jsonb),
+          true, s.seq, s.seq, coalesce(p_created_at, s.now), coalesce(p_updated_at, s.now)
+        FROM s
+        WHERE EXISTS (SELECT 1 FROM languages l WHERE l.lang_key = p_lang_key AND l.deleted_at IS NULL)
+        ON CONFLICT (lang_key, kind, id) DO UPDATE SET
+          data = CASE WHEN r.live THEN r.data || excluded.data ELSE excluded.data END,
+          stamps = CASE WHEN r.live THEN r.stamps || excluded.stamps ELSE excluded.stamps END,
+          live = true,
+          created_seq = CASE WHEN r.live THEN r.created_seq ELSE excluded.created_seq END,
+          write_seq = excluded.write_seq,
+          created_at = CASE
+            WHEN p_created_at IS NOT NULL OR NOT r.live THEN excluded.created_at
+            ELSE r.created_at
+          END,
+          updated_at = excluded.updated_at
+        WHERE r.write_seq < excluded.write_seq
+        RETURNING r.id, r.data, r.created_at, r.updated_at, r.write_seq AS seq
+      ),
+      o AS (
+        INSERT INTO outbox (seq, lang_key, account_id, language_id, kind, action, record_id, payload, actor, request_id)
+        SELECT w.seq, p_lang_key, p_account_id, p_language_id, p_kind, 'upsert', w.id, p_payload, p_actor, p_request_id
+        FROM w
+      )
+      SELECT 'written'::text, w.id, w.data, w.created_at, w.updated_at, w.seq FROM w;
+    IF FOUND THEN
+      RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM languages l WHERE l.lang_key = p_lang_key AND l.deleted_at IS NULL) THEN
+      RETURN QUERY SELECT 'language-gone'::text, NULL::text, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, NULL::bigint;
+      RETURN;
+    END IF;
+    IF attempt >= 5 THEN
+      RAISE EXCEPTION 'write of % % overtaken % times', p_kind, p_id, attempt;
+    END IF;
+  END LOOP;
+END
+$$;

@@ -1,0 +1,76 @@
+-- write_record for a run of bulk lines (distinct records, in line order). Its
+-- upsert must stay the same as write_record's. It is written out twice on
+-- purpose: sharing it through arrays (write_record calling this with one
+-- element) made every single write about 30% more expensive in Postgres
+-- (pgbench, 20 clients: 4,500 against 3,100 tps).
+--
+-- The numbers are taken in line order, so the run is applied as if its lines
+-- were sent one by one. When a concurrent single write of one of the records got a
+-- higher number first, nothing is returned for that row and the status is
+-- 'overtaken': the caller rolls back and applies the run again.
+CREATE OR REPLACE FUNCTION write_records(
+  p_lang_key      bigint,
+  p_kinds         text[],
+  p_ids           text[],
+  p_fields        jsonb[],
+  p_created_at    timestamptz[],
+  p_updated_at    timestamptz[],
+  p_payloads      jsonb[],
+  p_created_given boolean,
+  p_account_id    bigint,
+  p_language_id   text,
+  p_actor         text,
+  p_request_id    text
+)
+RETURNS TABLE (status text, written integer)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  n    integer := cardinality(p_ids);
+  seqs bigint[];
+  done integer;
+BEGIN
+  PERFORM sync_lock_language_shared(p_lang_key);
+  IF NOT EXISTS (SELECT 1 FROM languages l WHERE l.lang_key = p_lang_key AND l.deleted_at IS NULL) THEN
+    RETURN QUERY SELECT 'language-gone'::text, 0;
+    RETURN;
+  END IF;
+  seqs := ARRAY(SELECT nextval('write_seq') FROM generate_series(1, n) ORDER BY 1);
+  WITH input AS (
+    SELECT t.*, date_trunc('milliseconds', clock_timestamp()) AS now
+    FROM unnest(p_kinds, p_ids, p_fields, p_created_at, p_updated_at, p_payloads, seqs)
+      AS t(kind, id, fields, created_at, updated_at, payload, seq)
+  ),
+  w AS (
+    INSERT INTO records AS r (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at)
+    SELECT
+      p_lang_key, i.kind, i.id, i.fields,
+      coalesce((SELECT jsonb_object_agg(name, i.seq) FROM jsonb_object_keys(i.fields) AS name), '{}'::jsonb),
+      true, i.seq, i.seq, coalesce(i.created_at, i.now), coalesce(i.updated_at, i.now)
+    FROM input i
+    ORDER BY i.kind, i.id
+    ON CONFLICT (lang_key, kind, id) DO UPDATE SET
+      data = CASE WHEN r.live THEN r.data || excluded.data ELSE excluded.data END,
+      stamps = CASE WHEN r.live THEN r.stamps || excluded.stamps ELSE excluded.stamps END,
+      live = true,
+      created_seq = CASE WHEN r.live THEN r.created_seq ELSE excluded.created_seq END,
+      write_seq = excluded.write_seq,
+      created_at = CASE
+        WHEN p_created_given OR NOT r.live THEN excluded.created_at
+        ELSE r.created_at
+      END,
+      updated_at = excluded.updated_at
+    WHERE r.write_seq < excluded.write_seq
+    RETURNING r.kind, r.id, r.write_seq AS seq
+  ),
+  o AS (
+    INSERT INTO outbox (seq, lang_key, account_id, language_id, kind, action, record_id, payload, actor, request_id)
+    SELECT w.seq, p_lang_key, p_account_id, p_language_id, w.kind, 'upsert', w.id, i.payload, p_actor, p_request_id
+    FROM w
+    JOIN input i ON i.seq = w.seq
+    RETURNING 1
+  )
+  SELECT count(*) INTO done FROM o;
+  RETURN QUERY SELECT CASE WHEN done < n THEN 'overtaken' ELSE 'written' END, done;
+END
+$$;
