@@ -104,7 +104,7 @@ async function load(url: string, options: { connections: number; duration: numbe
             {
               setupRequest: (request: Record<string, unknown>) => ({
                 ...request,
-                body: template.replace('[<id>]', `bench-${process.pid}-${(counter += 1)}`),
+                body: template.replace('[<id>]', `bench-${process.pid}-${++counter}`),
               }),
             },
           ],

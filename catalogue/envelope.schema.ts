@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { BadRequestError, ValidationError } from '../platform/errors.js';
 import { parseOrThrow } from './validation.js';
 

@@ -155,8 +155,8 @@ const folding = new WeakMap<Database, Set<string>>();
 
 /** Folds the counter in the background: the list that noticed it has its total already. */
 function foldSoon(db: Database, langKey: number, kind: RecordKind, rows: number) {
-  let keys = folding.get(db);
-  if (!keys) folding.set(db, (keys = new Set()));
+  const keys = folding.get(db) ?? new Set<string>();
+  folding.set(db, keys);
   const key = `${langKey}:${kind}`;
   if (keys.has(key)) return;
   keys.add(key);

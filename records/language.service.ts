@@ -71,8 +71,8 @@ const writeCaches = new WeakMap<Database, Map<string, { row: LanguageRow; expire
  * @throws {LanguageNotFoundError}
  */
 export async function languageForWrites(db: Database, accountId: number, languageId: string, fresh = false): Promise<LanguageRow> {
-  let cache = writeCaches.get(db);
-  if (!cache) writeCaches.set(db, (cache = new Map()));
+  const cache = writeCaches.get(db) ?? new Map<string, { row: LanguageRow; expires: number }>();
+  writeCaches.set(db, cache);
   const key = `${accountId}:${languageId}`;
   const hit = cache.get(key);
   if (!fresh && hit && hit.expires > Date.now()) return hit.row;

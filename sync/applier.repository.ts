@@ -1,6 +1,5 @@
 import { sql, type CommonQueryMethods, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import type { AuditEntry } from './audit.repository.js';
 import { waitForLanguageWriters } from './locks.js';
 
 export type { AuditEntry } from './audit.repository.js';

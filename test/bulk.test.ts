@@ -149,7 +149,10 @@ describe('when a long random file mixes kinds, repeats ids and deletes', () => {
   // 2,500 lines cross bulk batches (1,000 lines) and applier batches (500 changes) many times.
   it('should end in the state of the same lines sent one by one', async () => {
     let seed = Number(process.env['BULK_SEED'] ?? 20261121);
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
     const pick = <T,>(items: T[]) => items[Math.floor(random() * items.length)]!;
     const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, index) => `${prefix}${index}`);
     const products = ids('P', 60);

@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
-import { AppError, BadRequestError, HttpStatusError } from '../../platform/errors.js';
+import { type AppError, BadRequestError, HttpStatusError } from '../../platform/errors.js';
 import type { AppContext } from '../context.js';
 
 export const SINGLE_RECORD_LIMIT = '1mb';

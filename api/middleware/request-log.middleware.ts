@@ -6,7 +6,7 @@ import { runWithRequestContext } from '../../platform/request-context.js';
 import type { AppContext } from '../context.js';
 import { isQueueDashboardPath, QUEUE_DASHBOARD_PATH } from './queue-dashboard.middleware.js';
 
-const REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 interface RouteLayer {
   path: string | RegExp;

@@ -87,7 +87,7 @@ export async function httpRequest(baseUrl: string, method: string, path: string,
   if (options.token) headers['authorization'] = `Bearer ${options.token}`;
   const response = await fetch(`${baseUrl}${path}`, { method, headers, body: body as BodyInit | undefined });
   const text = await response.text();
-  let parsed: unknown = undefined;
+  let parsed: unknown ;
   try {
     parsed = text ? JSON.parse(text) : undefined;
   } catch {

@@ -43,7 +43,7 @@ export class Model {
     return true;
   }
 
-  private replace(rel: 'product_category' | 'relevant', side: 'a' | 'b', writerKind: Kind, writer: string, field: string, ids: string[]) {
+  private replace(rel: 'product_category' | 'relevant', side: 'a' | 'b', writerKind: Kind, writer: string, ids: string[]) {
     const set = this.links[rel];
     const wanted = new Set(ids);
     for (const link of [...set].sort()) {
@@ -132,18 +132,18 @@ export class Model {
     if (kind === 'brand' && lists['product_ids']) for (const product of lists['product_ids']) this.pointAt('product', product, 'brand_id', id);
     if (kind === 'category' && lists['product_ids']) {
       for (const product of lists['product_ids']) this.ensureStub('product', product);
-      this.replace('product_category', 'b', 'category', id, 'product_ids', lists['product_ids']);
+      this.replace('product_category', 'b', 'category', id, lists['product_ids']);
     }
     if (kind === 'product') {
       for (const variant of lists['variant_ids'] ?? []) this.pointAt('variant', variant, 'product_id', id);
       if (lists['relevant_product_ids']) {
         for (const product of lists['relevant_product_ids']) this.ensureStub('product', product);
-        this.replace('relevant', 'a', 'product', id, 'relevant_product_ids', lists['relevant_product_ids']);
+        this.replace('relevant', 'a', 'product', id, lists['relevant_product_ids']);
       }
       for (const review of lists['review_ids'] ?? []) this.pointAt('review', review, 'product_id', id);
       if (lists['category_ids']) {
         for (const category of lists['category_ids']) this.ensureStub('category', category);
-        this.replace('product_category', 'a', 'product', id, 'category_ids', lists['category_ids']);
+        this.replace('product_category', 'a', 'product', id, lists['category_ids']);
       }
     }
   }

@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../platform/config.js';
 import { createQueues, type QueueKey } from '../../platform/queue.js';

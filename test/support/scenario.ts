@@ -280,10 +280,16 @@ export async function compare(
     SELECT kind, id, data FROM records WHERE lang_key = ${key} AND live ORDER BY kind, id
   `);
   const actualRecords: Record<string, Record<string, Fields>> = {};
-  for (const row of rows) (actualRecords[row.kind] ??= {})[row.id] = normalise(row.data);
+  for (const row of rows) {
+    actualRecords[row.kind] ??= {};
+    actualRecords[row.kind]![row.id] = normalise(row.data);
+  }
   const expectedRecords: Record<string, Record<string, Fields>> = {};
   for (const [kind, table] of model.records) {
-    for (const id of [...table.keys()].sort()) (expectedRecords[kind] ??= {})[id] = normalise(table.get(id)!);
+    for (const id of [...table.keys()].sort()) {
+      expectedRecords[kind] ??= {};
+      expectedRecords[kind]![id] = normalise(table.get(id)!);
+    }
   }
 
   const links = await env.db.any(sql.type(z.object({ rel: z.string(), a: z.string(), b: z.string() }))`
