@@ -1,5 +1,5 @@
-import type { DefaultState } from 'koa';
 import type { RouterContext } from '@koa/router';
+import type { DefaultState } from 'koa';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/token-verifier.js';
 

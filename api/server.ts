@@ -5,9 +5,9 @@ import { TokenVerifier } from '../auth/token-verifier.js';
 import type { Config } from '../platform/config.js';
 import { createDatabase } from '../platform/db.js';
 import { createLogger, type Logger } from '../platform/logger.js';
-import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { createQueues, settleConnections } from '../platform/queue.js';
 import { createRedis } from '../platform/redis.js';
+import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { createApp } from './app.js';
 import type { AppState } from './context.js';
 

@@ -1,10 +1,9 @@
-import type { Database } from '../platform/db.js';
-import { constantTimeEqual, randomToken, sha256 } from '../platform/crypto.js';
-import { OAuthError } from '../platform/errors.js';
 import { isStorableText } from '../catalogue/primitives.schema.js';
+import { constantTimeEqual, randomToken, sha256 } from '../platform/crypto.js';
+import type { Database } from '../platform/db.js';
+import { OAuthError } from '../platform/errors.js';
 import { findClient, insertClient, upsertAccount } from './client.repository.js';
 import { insertToken } from './token.repository.js';
-
 
 export interface IssuedToken {
   access_token: string;
@@ -55,4 +54,3 @@ export async function issueToken(
     created_at: issuedAt.getTime() / 1000,
   };
 }
-

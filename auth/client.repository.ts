@@ -1,4 +1,4 @@
-import { sql, type CommonQueryMethods } from 'slonik';
+import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
 
 const clientRow = z.object({
@@ -21,12 +21,7 @@ export async function upsertAccount(db: CommonQueryMethods, name: string): Promi
   `);
 }
 
-export async function insertClient(
-  db: CommonQueryMethods,
-  accountId: number,
-  clientId: string,
-  secretHash: Buffer,
-): Promise<void> {
+export async function insertClient(db: CommonQueryMethods, accountId: number, clientId: string, secretHash: Buffer): Promise<void> {
   await db.query(sql.unsafe`
     INSERT INTO clients (account_id, client_id, secret_hash)
     VALUES (${accountId}, ${clientId}, ${sql.binary(secretHash)})

@@ -1,6 +1,6 @@
 import pg from 'pg';
-import type { Database } from '../platform/db.js';
 import { sha256 } from '../platform/crypto.js';
+import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import { findLiveToken, type TokenOwner } from './token.repository.js';
 

@@ -1,4 +1,4 @@
-import { sql, type CommonQueryMethods } from 'slonik';
+import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
 
 const tokenOwner = z.object({

@@ -4,7 +4,7 @@
  * bench/results.json. Bounded to about 10 minutes (BENCH_BULK_TIMEOUT_S caps
  * the bulk phase).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -33,7 +33,10 @@ const PROFILE_DIR = process.env['BENCH_PROFILE_DIR'];
 const databaseName = `commerce_bench_${process.pid}`;
 const databaseUrl = `${POSTGRES}/${databaseName}`;
 const children: ChildProcess[] = [];
-const results: Record<string, unknown> = { started_at: new Date().toISOString(), machine: { cpus: (await import('node:os')).cpus().length } };
+const results: Record<string, unknown> = {
+  started_at: new Date().toISOString(),
+  machine: { cpus: (await import('node:os')).cpus().length },
+};
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -51,7 +54,10 @@ async function freePort(): Promise<number> {
 function start(script: string, args: string[], env: Record<string, string>, profile = false): ChildProcess {
   // One node process with tsx as a loader, so the pid (and /proc memory) is the real process's.
   const flags = profile && PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : [];
-  const child = spawn(process.execPath, [...flags, '--import', 'tsx', script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...flags, '--import', 'tsx', script, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   children.push(child);
   return child;
 }
@@ -82,13 +88,22 @@ class MemoryWatch {
 
 async function waitFor(url: string) {
   for (let attempt = 0; attempt < 400; attempt += 1) {
-    if (await fetch(url).then((response) => response.ok, () => false)) return;
+    if (
+      await fetch(url).then(
+        (response) => response.ok,
+        () => false,
+      )
+    )
+      return;
     await sleep(50);
   }
   throw new Error(`${url} did not come up`);
 }
 
-async function load(url: string, options: { connections: number; duration: number; method?: 'GET' | 'POST'; body?: string; headers?: Record<string, string> }) {
+async function load(
+  url: string,
+  options: { connections: number; duration: number; method?: 'GET' | 'POST'; body?: string; headers?: Record<string, string> },
+) {
   // autocannon's own idReplacement sends nothing in programmatic use (v8), so ids are numbered here.
   let counter = 0;
   const template = options.body;
@@ -148,22 +163,42 @@ async function main() {
   await db.end();
 
   const apiPort = await freePort();
-  const common = { DATABASE_URL: databaseUrl, REDIS_URL, QUEUE_PREFIX: `bench${process.pid}`, LOG_LEVEL: 'error', ADMIN_PASSWORD: 'bench', HOST: '127.0.0.1' };
+  const common = {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL,
+    QUEUE_PREFIX: `bench${process.pid}`,
+    LOG_LEVEL: 'error',
+    ADMIN_PASSWORD: 'bench',
+    HOST: '127.0.0.1',
+  };
   const api = start('bin/api.ts', [], { ...common, PORT: String(apiPort) }, true);
   const worker = start('bin/worker.ts', [], { ...common, WORKER_CONCURRENCY: '4', WORKER_METRICS_PORT: '0' }, true);
   const base = `http://127.0.0.1:${apiPort}`;
   await waitFor(`${base}/healthz`);
-  const token = ((await (await fetch(`${base}/oauth/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ grant_type: 'client_credentials', client_id: credentials.client_id, client_secret: credentials.client_secret }),
-  })).json()) as { access_token: string }).access_token;
+  const token = (
+    (await (
+      await fetch(`${base}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          grant_type: 'client_credentials',
+          client_id: credentials.client_id,
+          client_secret: credentials.client_secret,
+        }),
+      })
+    ).json()) as { access_token: string }
+  ).access_token;
   const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   const admin = { authorization: `Basic ${Buffer.from('admin:bench').toString('base64')}` };
   for (const language of ['bench', 'bulk']) {
-    await fetch(`${base}/api/v1/languages`, { method: 'POST', headers: auth, body: JSON.stringify({ language: { id: language, name: language, code: 'xx' } }) });
+    await fetch(`${base}/api/v1/languages`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ language: { id: language, name: language, code: 'xx' } }),
+    });
   }
-  const pending = async () => ((await (await fetch(`${base}/admin/api/sync-status`, { headers: admin })).json()) as { pending: number }).pending;
+  const pending = async () =>
+    ((await (await fetch(`${base}/admin/api/sync-status`, { headers: admin })).json()) as { pending: number }).pending;
   const drainTime = async (capS: number, pollMs = 20) => {
     const started = Date.now();
     while ((await pending()) > 0) {
@@ -182,12 +217,24 @@ async function main() {
     const body = JSON.stringify({ product: { id: '[<id>]', name: 'Bench product', price: 9.99, category_ids: ['c1', 'c2', 'c3'] } });
     log(`single writes: floor, ${DURATION_S}s at 32 connections`);
     const floorWatch = new MemoryWatch({ floor });
-    const floorResult = await load(`http://127.0.0.1:${floorPort}/`, { connections: 32, duration: DURATION_S, method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    const floorResult = await load(`http://127.0.0.1:${floorPort}/`, {
+      connections: 32,
+      duration: DURATION_S,
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json' },
+    });
     floorWatch.stop();
     floor.kill('SIGTERM');
     log(`single writes: service, ${DURATION_S}s at 32 connections`);
     const watch = new MemoryWatch({ api, worker });
-    const ours = await load(`${base}/api/v1/languages/bench/products`, { connections: 32, duration: DURATION_S, method: 'POST', body, headers: auth });
+    const ours = await load(`${base}/api/v1/languages/bench/products`, {
+      connections: 32,
+      duration: DURATION_S,
+      method: 'POST',
+      body,
+      headers: auth,
+    });
     const backlog = await pending();
     const catchUp = await drainTime(120);
     const singleMemory = watch.stop();
@@ -209,16 +256,29 @@ async function main() {
     const file = path.join(tmpdir(), `bench-${process.pid}.ndjson`);
     const out = createWriteStream(file);
     for (let index = 0; index < BULK_LINES; index += 1) {
-      const categories = [0, 1, 2].map((offset) => (index % 10 === 0 && offset === 0 ? `missing-${index}` : `cat-${(index + offset * 7) % CATEGORIES}`));
+      const categories = [0, 1, 2].map((offset) =>
+        index % 10 === 0 && offset === 0 ? `missing-${index}` : `cat-${(index + offset * 7) % CATEGORIES}`,
+      );
       const line = `{"product":{"id":"p${index}","name":"Product ${index}","price":${(index % 1000) / 10},"category_ids":${JSON.stringify(categories)}}}\n`;
-      if (!out.write(line)) await new Promise<void>((resolve) => out.once("drain", () => resolve()));
+      if (!out.write(line)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
     }
     await new Promise<void>((resolve) => out.end(() => resolve()));
-    const categoriesFile = Array.from({ length: CATEGORIES }, (_, index) => `{"category":{"id":"cat-${index}","name":"Category ${index}"}}`).join('\n');
-    const categoryUpload = await fetch(`${base}/api/v1/languages/bulk/bulk`, { method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body: categoriesFile });
+    const categoriesFile = Array.from(
+      { length: CATEGORIES },
+      (_, index) => `{"category":{"id":"cat-${index}","name":"Category ${index}"}}`,
+    ).join('\n');
+    const categoryUpload = await fetch(`${base}/api/v1/languages/bulk/bulk`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/x-ndjson' },
+      body: categoriesFile,
+    });
     const categoryJob = ((await categoryUpload.json()) as { bulk_job: { id: string } }).bulk_job.id;
     for (;;) {
-      const status = ((await (await fetch(`${base}/api/v1/languages/bulk/bulk/${categoryJob}`, { headers: auth })).json()) as { bulk_job: { status: string } }).bulk_job.status;
+      const status = (
+        (await (await fetch(`${base}/api/v1/languages/bulk/bulk/${categoryJob}`, { headers: auth })).json()) as {
+          bulk_job: { status: string };
+        }
+      ).bulk_job.status;
       if (status === 'completed') break;
       await sleep(100);
     }
@@ -296,12 +356,22 @@ async function main() {
         for (const offset of [0, 1, 2]) yield `1\t2\tbulk\tproduct\tp${index}\tlink\tsystem\treq\t${index}\t{"category_ids":"${offset}"}\n`;
       }
     }
-    await copyRows('floor_records', 'lang_key, kind, id, data, stamps, live, created_seq, write_seq, deleted_seq, created_at, updated_at, w_live, w_ref', productRows());
+    await copyRows(
+      'floor_records',
+      'lang_key, kind, id, data, stamps, live, created_seq, write_seq, deleted_seq, created_at, updated_at, w_live, w_ref',
+      productRows(),
+    );
     await copyRows('floor_links', 'lang_key, rel, a, b, seq', linkRows());
-    await copyRows('floor_audit', 'account_id, lang_key, language_id, kind, record_id, action, actor, request_id, write_seq, changes', auditRows());
+    await copyRows(
+      'floor_audit',
+      'account_id, lang_key, language_id, kind, record_id, action, actor, request_id, write_seq, changes',
+      auditRows(),
+    );
     const floorBulk = (Date.now() - floorStarted) / 1000;
     (results['bulk'] as Record<string, unknown>)['floor_copy_s'] = floorBulk;
-    (results['bulk'] as Record<string, unknown>)['ratio'] = Number(((results['bulk'] as { projected_s_for_all: number }).projected_s_for_all / floorBulk).toFixed(2));
+    (results['bulk'] as Record<string, unknown>)['ratio'] = Number(
+      ((results['bulk'] as { projected_s_for_all: number }).projected_s_for_all / floorBulk).toFixed(2),
+    );
     (results['bulk'] as Record<string, unknown>)['targets'] = { seconds: '< 60', ratio: '<= 2' };
     await rm(file, { force: true });
   }
@@ -312,7 +382,9 @@ async function main() {
     worker.kill('SIGTERM');
     await new Promise((resolve) => worker.once('exit', resolve));
     const langKey = (await psql(`SELECT lang_key FROM languages WHERE id = 'bulk' AND deleted_at IS NULL`)).rows[0].lang_key as number;
-    const have = Number((await psql(`SELECT count(*) FROM records WHERE lang_key = $1 AND kind = 'product' AND live`, [langKey])).rows[0].count);
+    const have = Number(
+      (await psql(`SELECT count(*) FROM records WHERE lang_key = $1 AND kind = 'product' AND live`, [langKey])).rows[0].count,
+    );
     if (have < BULK_LINES) {
       log(`reads: topping up ${BULK_LINES - have} products directly`);
       await psql(
@@ -351,21 +423,41 @@ function table() {
   const reads = (results['reads'] ?? {}) as any;
   const rows: string[][] = [['figure', 'service', 'floor', 'ratio', 'target']];
   if (single) {
-    rows.push(['single writes req/s', String(single.service.requests_per_s), String(single.floor.requests_per_s), String(single.ratio_rps), '>= 0.75']);
+    rows.push([
+      'single writes req/s',
+      String(single.service.requests_per_s),
+      String(single.floor.requests_per_s),
+      String(single.ratio_rps),
+      '>= 0.75',
+    ]);
     rows.push(['single writes p50 ms', String(single.service.p50_ms), String(single.floor.p50_ms), '', '']);
     rows.push(['single writes p99 ms', String(single.service.p99_ms), String(single.floor.p99_ms), String(single.ratio_p99), '<= 2']);
     rows.push(['worker catch-up s', String(single.drain_s), '', '', '<= 2']);
     rows.push(['peak RSS MiB (writes)', JSON.stringify(single.peak_rss_mib), '', '', '']);
   }
   if (bulk) {
-    rows.push([`bulk ${bulk.lines} lines s`, bulk.status === 'completed' && bulk.effects_drained ? `${bulk.elapsed_s} (lines stored at ${bulk.lines_done_s})` : `~${bulk.projected_s_for_all} (projected; ${bulk.processed_lines} lines stored, ${bulk.outbox_pending_at_end} effects pending at ${bulk.elapsed_s}s)`, String(bulk.floor_copy_s ?? ''), String(bulk.ratio ?? ''), '< 60 s, <= 2']);
+    rows.push([
+      `bulk ${bulk.lines} lines s`,
+      bulk.status === 'completed' && bulk.effects_drained
+        ? `${bulk.elapsed_s} (lines stored at ${bulk.lines_done_s})`
+        : `~${bulk.projected_s_for_all} (projected; ${bulk.processed_lines} lines stored, ${bulk.outbox_pending_at_end} effects pending at ${bulk.elapsed_s}s)`,
+      String(bulk.floor_copy_s ?? ''),
+      String(bulk.ratio ?? ''),
+      '< 60 s, <= 2',
+    ]);
     rows.push(['bulk lines/s', String(bulk.lines_per_s), '', '', '']);
     rows.push(['peak RSS MiB (bulk)', JSON.stringify(bulk.peak_rss_mib), '', '', '']);
   }
   for (const name of ['page_1', 'page_1000', 'sub_listing']) {
     const read = reads[name];
     if (!read) continue;
-    rows.push([`v2 ${name} p50/p99 ms`, read.skipped ?? `${read.p50_ms} / ${read.p99_ms}`, '', '', read.target_p99_ms ? `p99 <= ${read.target_p99_ms}` : '']);
+    rows.push([
+      `v2 ${name} p50/p99 ms`,
+      read.skipped ?? `${read.p50_ms} / ${read.p99_ms}`,
+      '',
+      '',
+      read.target_p99_ms ? `p99 <= ${read.target_p99_ms}` : '',
+    ]);
   }
   if (reads['peak_rss_mib']) rows.push(['peak RSS MiB (reads)', JSON.stringify(reads['peak_rss_mib']), '', '', '']);
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import { createClient } from '../auth/auth.service.js';
+import { listClients, revokeClient } from '../auth/client.repository.js';
 import { createDatabase, type Database } from '../platform/db.js';
 import { migrate } from '../platform/migrator.js';
-import { listClients, revokeClient } from '../auth/client.repository.js';
 import { configOrExit } from './run.js';
 
 const USAGE = `Usage: npm run --silent cli -- <command>
@@ -56,7 +56,10 @@ try {
   db = await createDatabase(config.DATABASE_URL, { maximumPoolSize: 2 });
   await run(db, process.argv.slice(2));
 } catch (error) {
-  const message = (error as { code?: string; message: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `${(error as Error).message}\n${USAGE}` : (error as Error).message;
+  const message =
+    (error as { code?: string; message: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+      ? `${(error as Error).message}\n${USAGE}`
+      : (error as Error).message;
   fail(message);
 } finally {
   await db?.end();

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, type Config } from '../platform/config.js';
+import { type Config, ConfigError, loadConfig } from '../platform/config.js';
 
 /** Loads the configuration or exits with a message naming the bad variables. */
 export function configOrExit(): Config {

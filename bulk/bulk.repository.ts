@@ -1,4 +1,4 @@
-import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
+import { type CommonQueryMethods, type DatabaseTransactionConnection, sql } from 'slonik';
 import { z } from 'zod';
 
 export const bulkJobRow = z.object({
@@ -68,8 +68,14 @@ export async function recordBulkProgress(
       INSERT INTO bulk_errors (job_id, line_no, error)
       SELECT ${jobId}, line_no, error
       FROM unnest(
-        ${sql.array(progress.errors.map((item) => item.line), 'int8')},
-        ${sql.array(progress.errors.map((item) => JSON.stringify(item.error)), 'jsonb')}
+        ${sql.array(
+          progress.errors.map((item) => item.line),
+          'int8',
+        )},
+        ${sql.array(
+          progress.errors.map((item) => JSON.stringify(item.error)),
+          'jsonb',
+        )}
       ) AS e(line_no, error)
       ON CONFLICT DO NOTHING
     `);
@@ -85,7 +91,12 @@ export async function recordBulkProgress(
   `);
 }
 
-export async function finishBulkJob(tx: DatabaseTransactionConnection, jobId: string, status: 'completed' | 'failed', error: string | null) {
+export async function finishBulkJob(
+  tx: DatabaseTransactionConnection,
+  jobId: string,
+  status: 'completed' | 'failed',
+  error: string | null,
+) {
   await tx.query(sql.unsafe`
     UPDATE bulk_jobs SET status = ${status}, error = ${error}, finished_at = now() WHERE id = ${jobId}
   `);

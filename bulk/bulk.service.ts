@@ -5,25 +5,25 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import { LINE_HAS_NUL, LINE_TOO_LONG, NdjsonCopyTransform } from './ndjson-copy.transform.js';
+import { idSchema } from '../catalogue/primitives.schema.js';
+import { KINDS, RECORD_KINDS, type RecordKind } from '../catalogue/record-kinds.js';
+import { parseOrThrow } from '../catalogue/validation.js';
 import type { Database } from '../platform/db.js';
 import { AppError, BadRequestError, RecordNotFoundError, ValidationError } from '../platform/errors.js';
 import { requireLanguage } from '../records/language.service.js';
-import { prepareWrite, storePrepared, type PreparedWrite } from '../records/record.service.js';
+import { type PreparedWrite, prepareWrite, storePrepared } from '../records/record.service.js';
+import { holdLanguageForWrite } from '../sync/locks.js';
+import { type ChangeOrigin, deleteRecord, writeRecords } from '../sync/write.repository.js';
 import {
+  type BulkJobRow,
   findBulkJob,
   finishBulkJob,
   listBulkErrors,
   lockBulkJob,
   readBulkLines,
   recordBulkProgress,
-  type BulkJobRow,
 } from './bulk.repository.js';
-import { holdLanguageForWrite } from '../sync/locks.js';
-import { type ChangeOrigin, deleteRecord, writeRecords } from '../sync/write.repository.js';
-import { idSchema } from '../catalogue/primitives.schema.js';
-import { KINDS, RECORD_KINDS, type RecordKind } from '../catalogue/record-kinds.js';
-import { parseOrThrow } from '../catalogue/validation.js';
+import { LINE_HAS_NUL, LINE_TOO_LONG, NdjsonCopyTransform } from './ndjson-copy.transform.js';
 
 export const INLINE_ERRORS = 1_000;
 
@@ -178,7 +178,12 @@ async function applyBatchOnce(tx: DatabaseTransactionConnection, jobId: string, 
     return { done: true, applied: 0, langKey: job.lang_key };
   }
   await holdLanguageForWrite(tx, job.lang_key);
-  const origin: ChangeOrigin = { accountId: job.account_id, languageId: job.language_id, actor: job.client_id, requestId: job.request_id ?? jobId };
+  const origin: ChangeOrigin = {
+    accountId: job.account_id,
+    languageId: job.language_id,
+    actor: job.client_id,
+    requestId: job.request_id ?? jobId,
+  };
   const errors: Array<{ line: number; error: unknown }> = [];
   let saved = 0;
   let run: PreparedWrite[] = [];
@@ -217,7 +222,8 @@ async function applyBatchOnce(tx: DatabaseTransactionConnection, jobId: string, 
       }
       const key = `${prepared.kind}\u0000${prepared.id}`;
       const createdGiven = Boolean(prepared.times.created_at);
-      if ((runKeys.has(key) || (run.length > 0 && Boolean(run[0]!.times.created_at) !== createdGiven)) && !(await flush())) return languageGone();
+      if ((runKeys.has(key) || (run.length > 0 && Boolean(run[0]!.times.created_at) !== createdGiven)) && !(await flush()))
+        return languageGone();
       run.push(prepared);
       runKeys.add(key);
     } catch (error) {

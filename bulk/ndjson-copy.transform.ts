@@ -10,7 +10,9 @@ const NEWLINE = 0x0a;
 
 /** COPY text format: backslash, tab, newline and carriage return are escaped. */
 function copyEscape(value: string): string {
-  return value.replace(/[\\\t\n\r]/g, (character) => (character === '\\' ? '\\\\' : character === '\t' ? '\\t' : character === '\n' ? '\\n' : '\\r'));
+  return value.replace(/[\\\t\n\r]/g, (character) =>
+    character === '\\' ? '\\\\' : character === '\t' ? '\\t' : character === '\n' ? '\\n' : '\\r',
+  );
 }
 
 /**

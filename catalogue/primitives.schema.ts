@@ -44,15 +44,14 @@ export const dateTimeSchema = textSchema(1, 64).transform((value, ctx) => {
   return z.NEVER;
 });
 
-export const urlSchema = textSchema(1, 2048)
-  .refine((value) => {
-    try {
-      const url = new URL(value);
-      return url.protocol === 'http:' || url.protocol === 'https:';
-    } catch {
-      return false;
-    }
-  }, 'must be an http or https URL');
+export const urlSchema = textSchema(1, 2048).refine((value) => {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}, 'must be an http or https URL');
 
 export const emailSchema = z.string().max(320).email().refine(isStorableText);
 

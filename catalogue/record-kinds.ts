@@ -355,4 +355,3 @@ export const TRACKED_FIELD: Partial<Record<RecordKind, string>> = {
   product: 'brand_id',
   category: 'parent_category_id',
 };
-

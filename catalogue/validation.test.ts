@@ -29,16 +29,25 @@ describe('when a record has several kinds of problems', () => {
   });
 
   it('should report unknown fields once nothing is missing', () => {
-    expect(problem('product', { id: 'P', name: 'n', price: 'x', colour: 'red' })).toEqual({ class: 'unknown_parameters', names: ['colour'] });
+    expect(problem('product', { id: 'P', name: 'n', price: 'x', colour: 'red' })).toEqual({
+      class: 'unknown_parameters',
+      names: ['colour'],
+    });
   });
 
   it('should report invalid fields once nothing is missing or unknown', () => {
-    expect(problem('product', { id: 'P', name: 'n', price: 'x', url: 'ftp://x' })).toEqual({ class: 'invalid_parameters', names: ['price', 'url'] });
+    expect(problem('product', { id: 'P', name: 'n', price: 'x', url: 'ftp://x' })).toEqual({
+      class: 'invalid_parameters',
+      names: ['price', 'url'],
+    });
   });
 
   it('should report a required field sent as null as missing, and a null inside a list as invalid', () => {
     expect(problem('product', { id: 'P', name: null })).toEqual({ class: 'missing_parameters', names: ['name'] });
-    expect(problem('product', { id: 'P', name: 'n', category_ids: ['C1', null] })).toEqual({ class: 'invalid_parameters', names: ['category_ids[1]'] });
+    expect(problem('product', { id: 'P', name: 'n', category_ids: ['C1', null] })).toEqual({
+      class: 'invalid_parameters',
+      names: ['category_ids[1]'],
+    });
   });
 
   it('should name fields inside list items by their path', () => {
@@ -53,6 +62,9 @@ describe('when a record has several kinds of problems', () => {
   });
 
   it('should accept integers as ids and store them as strings', () => {
-    expect(parseOrThrow(KINDS.product.schema, { id: 12, name: 'n', category_ids: [1, '2'] })).toMatchObject({ id: '12', category_ids: ['1', '2'] });
+    expect(parseOrThrow(KINDS.product.schema, { id: 12, name: 'n', category_ids: [1, '2'] })).toMatchObject({
+      id: '12',
+      category_ids: ['1', '2'],
+    });
   });
 });

@@ -73,9 +73,7 @@ export class ConfigError extends Error {
 export function parseConfig(environment: Record<string, string | undefined>): Config {
   const result = environmentSchema.safeParse(environment);
   if (result.success) return result.data;
-  throw new ConfigError(
-    result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`),
-  );
+  throw new ConfigError(result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
 }
 
 let cached: Config | undefined;

@@ -1,5 +1,5 @@
-import { createPool, type DatabasePool, type Interceptor, type QueryResultRow, SchemaValidationError } from 'slonik';
 import type { DriverTypeParser } from 'slonik';
+import { createPool, type DatabasePool, type Interceptor, type QueryResultRow, SchemaValidationError } from 'slonik';
 
 /**
  * Validates rows against the zod schema given with `sql.type(...)`, so a

@@ -1,9 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Queue } from 'bullmq';
-import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
+import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from './db.js';
 
 /**

@@ -158,7 +158,9 @@ async function applyNumbered(client: pg.Client, files: SqlFile[]): Promise<strin
 }
 
 async function applyRepeatables(client: pg.Client, directories: string[]): Promise<string[]> {
-  const files = (await Promise.all(directories.map((directory) => readSqlFiles(directory, (file) => path.relative(ROOT, path.join(directory, file)))))).flat();
+  const files = (
+    await Promise.all(directories.map((directory) => readSqlFiles(directory, (file) => path.relative(ROOT, path.join(directory, file)))))
+  ).flat();
   const done = await recorded(client, 'schema_repeatables');
   const changed = files.filter((file) => done.get(file.name) !== file.checksum);
   if (changed.length === 0) return [];

@@ -1,4 +1,4 @@
-import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import { type ConnectionOptions, type JobsOptions, Queue } from 'bullmq';
 
 /** Every queue the service uses, and the job names each one carries. */
 export const QUEUES = {
@@ -27,7 +27,11 @@ export const DEFAULT_JOB_OPTIONS: JobsOptions = {
   removeOnFail: { age: 7 * 24 * 3_600, count: 10_000 },
 };
 
-export function createQueues(connection: ConnectionOptions, prefix: string, onError: (error: Error) => void = () => undefined): Record<QueueKey, Queue> {
+export function createQueues(
+  connection: ConnectionOptions,
+  prefix: string,
+  onError: (error: Error) => void = () => undefined,
+): Record<QueueKey, Queue> {
   const queues = {
     effects: new Queue(QUEUES.effects.name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }),
     maintenance: new Queue(QUEUES.maintenance.name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }),

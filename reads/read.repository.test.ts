@@ -50,13 +50,22 @@ describe('when the statement of a v2 list is built', () => {
     const linked = build({ scope: { type: 'linked', rel: 'product_category', side: 'a', other: 'C1' }, kind: 'product' });
     expect(linked.text).toContain("WHEN w.branch = 'links'");
     expect(linked.values).toEqual(expect.arrayContaining(['product_category', 'C1', DRIVE_FROM_LINKS_MAX]));
-    const filtered = build({ scope: { type: 'linked', rel: 'product_category', side: 'a', other: 'C1' }, filters: { created_after: '2026-01-01T00:00:00.000Z' } });
+    const filtered = build({
+      scope: { type: 'linked', rel: 'product_category', side: 'a', other: 'C1' },
+      filters: { created_after: '2026-01-01T00:00:00.000Z' },
+    });
     expect(filtered.values).toContain(DRIVE_FROM_LINKS_MAX + 1);
   });
 
   it('should check the parent of a sub-listing in the same statement', () => {
-    const { text, values } = build({ kind: 'variant', scope: { type: 'variants-of', productId: 'P9' }, parent: { kind: 'product', id: 'P9' } });
-    expect(text).toMatch(/EXISTS \( SELECT 1 FROM records WHERE lang_key = \$slonik_\d+ AND kind = \$slonik_\d+ AND id = \$slonik_\d+ AND live \) AS parent_live/);
+    const { text, values } = build({
+      kind: 'variant',
+      scope: { type: 'variants-of', productId: 'P9' },
+      parent: { kind: 'product', id: 'P9' },
+    });
+    expect(text).toMatch(
+      /EXISTS \( SELECT 1 FROM records WHERE lang_key = \$slonik_\d+ AND kind = \$slonik_\d+ AND id = \$slonik_\d+ AND live \) AS parent_live/,
+    );
     expect(values).toEqual(expect.arrayContaining(['product', 'P9']));
     expect(build().text).toContain('TRUE AS parent_live');
   });

@@ -1,4 +1,4 @@
-import { sql, type CommonQueryMethods } from 'slonik';
+import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
 import { type Language, languageSchema } from '../catalogue/language.schema.js';
 import { hasFilters, type ListFilters } from '../catalogue/list-query.schema.js';
@@ -301,7 +301,11 @@ export async function linkedIds(
 }
 
 /** For each brand in `brandIds`, its live products (by the products' brand_id), in list order. */
-export async function brandProductIds(db: CommonQueryMethods, langKey: number, brandIds: readonly string[]): Promise<Map<string, string[]>> {
+export async function brandProductIds(
+  db: CommonQueryMethods,
+  langKey: number,
+  brandIds: readonly string[],
+): Promise<Map<string, string[]>> {
   if (brandIds.length === 0) return new Map();
   const rows = await db.any(sql.type(idsRow)`
     SELECT data ->> 'brand_id' AS owner, array_agg(id ORDER BY created_at, id) AS ids
@@ -312,7 +316,6 @@ export async function brandProductIds(db: CommonQueryMethods, langKey: number, b
   `);
   return new Map(rows.map((row) => [row.owner, [...row.ids]]));
 }
-
 
 function languageFilter(accountId: number, filters: ListFilters) {
   return sql.fragment`account_id = ${accountId} AND deleted_at IS NULL AND ${filterCondition(filters)}`;

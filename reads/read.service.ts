@@ -1,28 +1,28 @@
 import type { CommonQueryMethods } from 'slonik';
+import { type ListQuery, listQuerySchema } from '../catalogue/list-query.schema.js';
+import { isStorableText } from '../catalogue/primitives.schema.js';
+import { KINDS, type RecordKind } from '../catalogue/record-kinds.js';
+import { parseOrThrow } from '../catalogue/validation.js';
 import type { Database } from '../platform/db.js';
 import { RecordNotFoundError } from '../platform/errors.js';
-import { requireLanguage } from '../records/language.service.js';
 import { toLanguageResponse } from '../records/language.repository.js';
+import { requireLanguage } from '../records/language.service.js';
+import { findLiveRecord } from '../records/record.repository.js';
+import type { StoredRecord } from '../sync/write.repository.js';
 import {
   beginReadSnapshot,
   brandProductIds,
   countLanguages,
   foldRecordCount,
-  vacuumRecordCounts,
-  linkedIds,
-  listPage,
-  pageOfLanguages,
   type ItemShape,
   type ListParent,
   type ListScope,
+  linkedIds,
+  listPage,
   type PageWindow,
+  pageOfLanguages,
+  vacuumRecordCounts,
 } from './read.repository.js';
-import { findLiveRecord } from '../records/record.repository.js';
-import type { StoredRecord } from '../sync/write.repository.js';
-import { listQuerySchema, type ListQuery } from '../catalogue/list-query.schema.js';
-import { isStorableText } from '../catalogue/primitives.schema.js';
-import { KINDS, type RecordKind } from '../catalogue/record-kinds.js';
-import { parseOrThrow } from '../catalogue/validation.js';
 
 /**
  * The v2 reads (CONTRACT 8): lists and sub-lists with pagination and
@@ -68,12 +68,23 @@ const CATEGORY: ItemShape = [
 ];
 
 /** SPEC "brand": product_ids are the live products whose brand_id is the brand. */
-const BRAND: ItemShape = [...ID, ...fields('name', 'url', 'content'), { key: 'product_ids', from: 'brand_products' }, ...CREATED, ...UPDATED];
+const BRAND: ItemShape = [
+  ...ID,
+  ...fields('name', 'url', 'content'),
+  { key: 'product_ids', from: 'brand_products' },
+  ...CREATED,
+  ...UPDATED,
+];
 
 /** The v1 field table of the kind (its list fields are data fields: order products, cart product_ids). */
 const plain = (kind: RecordKind): ItemShape => {
   const definition = KINDS[kind];
-  return [...ID, ...fields(...definition.dataFields), ...(definition.timestamps.created ? CREATED : []), ...(definition.timestamps.updated ? UPDATED : [])];
+  return [
+    ...ID,
+    ...fields(...definition.dataFields),
+    ...(definition.timestamps.created ? CREATED : []),
+    ...(definition.timestamps.updated ? UPDATED : []),
+  ];
 };
 
 const SHAPES: Record<RecordKind, ItemShape> = {

@@ -1,4 +1,4 @@
-import { sql, type CommonQueryMethods } from 'slonik';
+import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
 import { type Language, type LanguageWrite, languageSchema } from '../catalogue/language.schema.js';
 import { isStorableText } from '../catalogue/primitives.schema.js';
@@ -80,7 +80,12 @@ export const toLanguageResponse = (row: LanguageRow): Language => ({
 });
 
 /** Deletes up to `limit` rows of a deleted language from `table`; returns how many went. */
-export async function purgeLanguageBatch(db: CommonQueryMethods, table: 'records' | 'links', langKey: number, limit: number): Promise<number> {
+export async function purgeLanguageBatch(
+  db: CommonQueryMethods,
+  table: 'records' | 'links',
+  langKey: number,
+  limit: number,
+): Promise<number> {
   const result = await db.query(sql.unsafe`
     DELETE FROM ${sql.identifier([table])}
     WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${sql.identifier([table])} WHERE lang_key = ${langKey} LIMIT ${limit}))

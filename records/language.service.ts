@@ -1,16 +1,10 @@
+import type { LanguageWrite } from '../catalogue/language.schema.js';
 import type { Database } from '../platform/db.js';
 import { LanguageNotFoundError } from '../platform/errors.js';
-import {
-  findLanguage,
-  markLanguageDeleted,
-  toLanguageResponse,
-  upsertLanguage,
-  type LanguageRow,
-} from './language.repository.js';
 import { holdLanguageExclusively, holdLanguageForWrite } from '../sync/locks.js';
 import { queueChange } from '../sync/write.repository.js';
+import { findLanguage, type LanguageRow, markLanguageDeleted, toLanguageResponse, upsertLanguage } from './language.repository.js';
 import { originOf, type WriteContext } from './write-context.js';
-import type { LanguageWrite } from '../catalogue/language.schema.js';
 
 export async function saveLanguage(context: WriteContext, input: LanguageWrite) {
   const row = await context.db.transaction(async (tx) => {

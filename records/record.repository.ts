@@ -26,7 +26,12 @@ export async function findProfileByEmail(db: CommonQueryMethods, langKey: number
  * Holds a live record against a concurrent delete until commit (FOR SHARE
  * conflicts with the delete's row update). Returns false when it is not live.
  */
-export async function shareLockLiveRecord(tx: DatabaseTransactionConnection, langKey: number, kind: RecordKind, id: string): Promise<boolean> {
+export async function shareLockLiveRecord(
+  tx: DatabaseTransactionConnection,
+  langKey: number,
+  kind: RecordKind,
+  id: string,
+): Promise<boolean> {
   const row = await tx.maybeOne(sql.type(z.object({ id: z.string() }))`
     SELECT id FROM records
     WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ${id} AND live

@@ -3,9 +3,9 @@ import type { Database } from '../platform/db.js';
 import { LanguageNotFoundError, RecordNotFoundError, ValidationError } from '../platform/errors.js';
 import { holdLanguageForWrite } from '../sync/locks.js';
 import {
+  type ChangeOrigin,
   deleteRecord,
   queueChange,
-  type ChangeOrigin,
   type RecordTimes,
   type StoredRecord,
   type WrittenRecord,
@@ -15,11 +15,11 @@ import { findLiveRecord, findProfileByEmail, shareLockLiveRecord } from './recor
 import { originOf, type WriteContext } from './write-context.js';
 
 export type { WriteContext } from './write-context.js';
-import { forgetLanguageForWrites, languageForWrites, requireLanguage } from './language.service.js';
+
 import { parseEnvelope } from '../catalogue/envelope.schema.js';
 import { isStorableText } from '../catalogue/primitives.schema.js';
 import { KINDS, type KindDefinition, type RecordKind } from '../catalogue/record-kinds.js';
-
+import { forgetLanguageForWrites, languageForWrites, requireLanguage } from './language.service.js';
 
 /** The interface generation of a write: v1 POST bodies or v2 PUT bodies (products and categories). */
 export type Generation = 'v1' | 'v2';
@@ -179,7 +179,13 @@ export function presentWrite(prepared: PreparedWrite, record: StoredRecord): Rec
  * stubs, links and audit entries follow through the outbox.
  * @throws {ValidationError} per CONTRACT 4 and 8. @throws {LanguageNotFoundError}
  */
-export async function saveRecord(context: WriteContext, languageId: string, kind: RecordKind, body: unknown, generation: Generation = 'v1') {
+export async function saveRecord(
+  context: WriteContext,
+  languageId: string,
+  kind: RecordKind,
+  body: unknown,
+  generation: Generation = 'v1',
+) {
   // The language usually comes from a per-process cache; the write itself checks that it is still live.
   for (let fresh = false; ; fresh = true) {
     const language = await languageForWrites(context.db, context.accountId, languageId, fresh);
@@ -233,7 +239,6 @@ export async function lookupProfile(db: Database, accountId: number, languageId:
   if (!found) throw new RecordNotFoundError('Profile');
   return presentRecord(KINDS.profile, found);
 }
-
 
 /**
  * v2 product-category assignment (PUT) or its removal (DELETE). The link is

@@ -1,4 +1,4 @@
-import { sql, type CommonQueryMethods, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
+import { type CommonQueryMethods, type DatabasePool, type DatabaseTransactionConnection, sql } from 'slonik';
 import { z } from 'zod';
 import { waitForLanguageWriters } from './locks.js';
 
@@ -55,7 +55,13 @@ export async function readHorizon(db: DatabasePool, langKey: number): Promise<nu
 }
 
 /** `after`: the last change this drain applied; the index entries of applied (deleted) changes before it are not walked again. */
-export async function readOutboxBatch(tx: Tx, langKey: number, after: number, maxSeq: number, limit: number): Promise<readonly OutboxEntry[]> {
+export async function readOutboxBatch(
+  tx: Tx,
+  langKey: number,
+  after: number,
+  maxSeq: number,
+  limit: number,
+): Promise<readonly OutboxEntry[]> {
   return tx.any(sql.type(outboxEntry)`
     SELECT o.seq, o.lang_key, o.account_id, a.name AS account, o.language_id, o.kind, o.action, o.record_id,
            o.payload, o.actor, o.request_id, o.accepted_at
@@ -115,7 +121,14 @@ export async function setSerialState(tx: Tx, key: RecordKey, wLive: boolean, wRe
  * A stub where there is no row: live in both views. Returns false when an API
  * write inserted the row meanwhile (the caller then treats it as existing).
  */
-export async function insertStub(tx: Tx, key: RecordKey, fields: Record<string, unknown>, seq: number, at: string, wRef: string | null): Promise<boolean> {
+export async function insertStub(
+  tx: Tx,
+  key: RecordKey,
+  fields: Record<string, unknown>,
+  seq: number,
+  at: string,
+  wRef: string | null,
+): Promise<boolean> {
   const result = await tx.query(sql.unsafe`
     INSERT INTO records (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at, w_live, w_ref)
     VALUES (
@@ -215,7 +228,10 @@ export async function replaceLinks(tx: Tx, langKey: number, rel: string, side: L
       RETURNING ${other} AS id
     `)),
   ].sort();
-  const added = ids.length === 0 ? [] : await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+  const added =
+    ids.length === 0
+      ? []
+      : await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
     INSERT INTO links (lang_key, rel, ${mine}, ${other}, seq)
     SELECT ${langKey}, ${rel}, ${writer}, other_id, ${seq}
     FROM unnest(${sql.array(ids, 'text')}) AS other_id
@@ -296,13 +312,22 @@ export async function markWrittenMany(
   rows: ReadonlyArray<{ id: string; sentRef: { value: string | null } | undefined }>,
 ): Promise<Map<string, boolean>> {
   // `id = ANY(ids)` bounds every scan by the batch, whatever the (often stale, mid-bulk) statistics say.
-  const ids = sql.array(rows.map((row) => row.id), 'text');
+  const ids = sql.array(
+    rows.map((row) => row.id),
+    'text',
+  );
   const result = await tx.any(sql.type(z.object({ id: z.string(), was_live: z.boolean() }))`
     WITH input AS (
       SELECT * FROM unnest(
         ${ids},
-        ${sql.array(rows.map((row) => row.sentRef !== undefined), 'bool')},
-        ${sql.array(rows.map((row) => row.sentRef?.value ?? null), 'text')}
+        ${sql.array(
+          rows.map((row) => row.sentRef !== undefined),
+          'bool',
+        )},
+        ${sql.array(
+          rows.map((row) => row.sentRef?.value ?? null),
+          'text',
+        )}
       ) AS t(id, sent, ref)
     ),
     -- Only the language's applier (which holds its lock) writes w_live and w_ref: no lock needed to read them first.
@@ -327,7 +352,11 @@ export async function markWrittenMany(
  * Unlocked: only the language's applier changes w_live, and a row inserted
  * meanwhile by an API write is caught by insertStubsMany's conflict.
  */
-export async function serialLiveness(tx: Tx, langKey: number, keys: ReadonlyArray<{ kind: string; id: string }>): Promise<Map<string, boolean>> {
+export async function serialLiveness(
+  tx: Tx,
+  langKey: number,
+  keys: ReadonlyArray<{ kind: string; id: string }>,
+): Promise<Map<string, boolean>> {
   if (keys.length === 0) return new Map();
   const wanted = new Set(keys.map((key) => targetKey(key.kind, key.id)));
   // Index conditions only (no join), so the scan is bounded by the keys whatever the statistics say.
@@ -356,10 +385,22 @@ export async function insertStubsMany(
     INSERT INTO records (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at, w_live, w_ref)
     SELECT ${langKey}, t.kind, t.id, '{}', '{}', true, t.seq, t.seq, t.at, t.at, true, NULL
     FROM unnest(
-      ${sql.array(stubs.map((stub) => stub.kind), 'text')},
-      ${sql.array(stubs.map((stub) => stub.id), 'text')},
-      ${sql.array(stubs.map((stub) => stub.seq), 'int8')},
-      ${sql.array(stubs.map((stub) => stub.at), 'timestamptz')}
+      ${sql.array(
+        stubs.map((stub) => stub.kind),
+        'text',
+      )},
+      ${sql.array(
+        stubs.map((stub) => stub.id),
+        'text',
+      )},
+      ${sql.array(
+        stubs.map((stub) => stub.seq),
+        'int8',
+      )},
+      ${sql.array(
+        stubs.map((stub) => stub.at),
+        'timestamptz',
+      )}
     ) AS t(kind, id, seq, at)
     ORDER BY t.kind, t.id
     ON CONFLICT (lang_key, kind, id) DO NOTHING
@@ -382,8 +423,14 @@ export async function replaceLinksMany(
 ): Promise<{ removed: Map<string, string[]>; added: Map<string, Set<string>> }> {
   const mine = sql.identifier([side]);
   const other = sql.identifier([side === 'a' ? 'b' : 'a']);
-  const pairWriters = sql.array(pairs.map((pair) => pair.writer), 'text');
-  const pairOthers = sql.array(pairs.map((pair) => pair.other), 'text');
+  const pairWriters = sql.array(
+    pairs.map((pair) => pair.writer),
+    'text',
+  );
+  const pairOthers = sql.array(
+    pairs.map((pair) => pair.other),
+    'text',
+  );
   const removedRows = await tx.any(sql.type(z.object({ writer: z.string(), other: z.string() }))`
     DELETE FROM links l
     WHERE l.lang_key = ${langKey} AND l.rel = ${rel} AND l.${mine} = ANY(${sql.array(writers, 'text')})
@@ -396,7 +443,10 @@ export async function replaceLinksMany(
       : await tx.any(sql.type(z.object({ writer: z.string(), other: z.string() }))`
           INSERT INTO links (lang_key, rel, ${mine}, ${other}, seq)
           SELECT ${langKey}, ${rel}, t.writer, t.other, t.seq
-          FROM unnest(${pairWriters}, ${pairOthers}, ${sql.array(pairs.map((pair) => pair.seq), 'int8')}) AS t(writer, other, seq)
+          FROM unnest(${pairWriters}, ${pairOthers}, ${sql.array(
+            pairs.map((pair) => pair.seq),
+            'int8',
+          )}) AS t(writer, other, seq)
           ON CONFLICT DO NOTHING
           RETURNING ${mine} AS writer, ${other} AS other
         `);

@@ -58,7 +58,10 @@ export async function insertAuditEntries(tx: DatabaseTransactionConnection, entr
       ${sql.array(column('request_id'), 'text')},
       ${sql.array(column('write_seq'), 'int8')},
       ${sql.array(column('at'), 'timestamptz')},
-      ${sql.array(entries.map((entry) => JSON.stringify(entry.changes)), 'jsonb')}
+      ${sql.array(
+        entries.map((entry) => JSON.stringify(entry.changes)),
+        'jsonb',
+      )}
     )
   `);
 }

@@ -18,7 +18,14 @@ describe('when the records an upsert names are listed', () => {
   });
 
   it('should stub each product of an order once, and none for its shopping cart', () => {
-    expect(summary('order', { id: 'O', profile_id: 'U', shopping_cart_id: 'S', products: [{ id: 'P1' }, { id: 'P2', quantity: 2 }, { id: 'P1' }] })).toEqual([
+    expect(
+      summary('order', {
+        id: 'O',
+        profile_id: 'U',
+        shopping_cart_id: 'S',
+        products: [{ id: 'P1' }, { id: 'P2', quantity: 2 }, { id: 'P1' }],
+      }),
+    ).toEqual([
       { kind: 'profile', ids: ['U'], list: null },
       { kind: 'product', ids: ['P1', 'P2'], list: null },
     ]);

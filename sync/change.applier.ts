@@ -1,12 +1,15 @@
 import type { DatabaseTransactionConnection } from 'slonik';
-import { KINDS, TRACKED_FIELD, type ListRelation, type RecordKind } from '../catalogue/record-kinds.js';
+import { KINDS, type ListRelation, type RecordKind, TRACKED_FIELD } from '../catalogue/record-kinds.js';
 import {
+  type AuditEntry,
   backdateCreation,
   insertStub,
   lockRow,
   markWritten,
+  type OutboxEntry,
   projectDelete,
   projectFields,
+  type RecordKey,
   removeLinks,
   replaceLinks,
   reviveAsStub,
@@ -14,9 +17,6 @@ import {
   serialLiveIds,
   setLink,
   setSerialState,
-  type AuditEntry,
-  type OutboxEntry,
-  type RecordKey,
 } from './applier.repository.js';
 
 type Tx = DatabaseTransactionConnection;
@@ -130,7 +130,8 @@ export class EntryApplier {
         for (const product of await removeLinks(this.tx, langKey, 'product_category', 'b', id)) {
           this.audit('category', id, 'unlink', SYSTEM, { product_ids: product });
         }
-        for (const child of await serialChildren(this.tx, langKey, 'category', id)) await this.setNull('category', child, 'parent_category_id');
+        for (const child of await serialChildren(this.tx, langKey, 'category', id))
+          await this.setNull('category', child, 'parent_category_id');
         break;
       }
       case 'brand': {

@@ -1,18 +1,18 @@
-import { BackendTerminatedError, BackendTerminatedUnexpectedlyError, ConnectionError, StatementTimeoutError } from 'slonik';
 import type { Logger } from 'pino';
+import { BackendTerminatedError, BackendTerminatedUnexpectedlyError, ConnectionError, StatementTimeoutError } from 'slonik';
 import type { Database } from '../platform/db.js';
-import { EntryApplier } from './change.applier.js';
-import { applyRun, splitIntoSegments } from './run.applier.js';
 import {
+  type AuditEntry,
   deleteOutboxEntries,
   markOutboxEntryFailed,
+  type OutboxEntry,
   readHorizon,
   readOutboxBatch,
-  type AuditEntry,
-  type OutboxEntry,
 } from './applier.repository.js';
-import { tryLockApplier } from './locks.js';
 import { insertAuditEntries } from './audit.repository.js';
+import { EntryApplier } from './change.applier.js';
+import { tryLockApplier } from './locks.js';
+import { applyRun, splitIntoSegments } from './run.applier.js';
 
 export interface DrainOptions {
   batchSize?: number;

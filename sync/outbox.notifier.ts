@@ -27,7 +27,9 @@ export class OutboxNotifier {
   notifyBulk(bulkJobId: string, requestId: string | undefined = currentRequestId()): void {
     this.bulkQueue
       ?.add('process-bulk', withRequestId({ bulkJobId }, requestId), { jobId: jobIds.bulkStart(bulkJobId) })
-      .catch((error: Error) => this.logger.warn({ err: error.message, bulk_job: bulkJobId }, 'enqueue failed; the sweeper will start the bulk job'));
+      .catch((error: Error) =>
+        this.logger.warn({ err: error.message, bulk_job: bulkJobId }, 'enqueue failed; the sweeper will start the bulk job'),
+      );
   }
 
   notify(langKey: number, requestId: string | undefined = currentRequestId()): void {
@@ -39,7 +41,9 @@ export class OutboxNotifier {
     this.enqueued.set(langKey, window);
     this.queue
       .add('apply-outbox', withRequestId({ langKey }, requestId), { jobId: jobIds.applyAfterWrite(langKey, now) })
-      .catch((error: Error) => this.logger.warn({ err: error.message, lang_key: langKey }, 'enqueue failed; the sweeper will pick the change up'));
+      .catch((error: Error) =>
+        this.logger.warn({ err: error.message, lang_key: langKey }, 'enqueue failed; the sweeper will pick the change up'),
+      );
   }
 }
 

@@ -23,11 +23,17 @@ function change(kind: string, id: string, payload: Record<string, unknown> = {},
 
 /** A segment as `run:P1,P2` (set-based) or `one:P3` (one by one), for readable expectations. */
 const shape = (segments: Segment[]) =>
-  segments.map((segment) => (segment.fast ? `run:${segment.run.map(({ entry }) => entry.record_id).join(',')}` : `one:${segment.entry.record_id}`));
+  segments.map((segment) =>
+    segment.fast ? `run:${segment.run.map(({ entry }) => entry.record_id).join(',')}` : `one:${segment.entry.record_id}`,
+  );
 
 describe('when a batch of changes is split into runs', () => {
   it('should put consecutive upserts of one kind and distinct records in one run', () => {
-    const batch = [change('product', 'P1', { category_ids: ['C1'] }), change('product', 'P2', { category_ids: ['C1', 'C2'] }), change('product', 'P3')];
+    const batch = [
+      change('product', 'P1', { category_ids: ['C1'] }),
+      change('product', 'P2', { category_ids: ['C1', 'C2'] }),
+      change('product', 'P3'),
+    ];
     expect(shape(splitIntoSegments(batch))).toEqual(['run:P1,P2,P3']);
   });
 
@@ -77,7 +83,9 @@ describe('when a batch of changes is split into runs', () => {
     const batch = Array.from({ length: 200 }, (_, index) =>
       change(kinds[index % 3]!, `R${index % 17}`, index % 5 === 0 ? { category_ids: [`R${(index * 7) % 17}`] } : {}),
     );
-    const order = splitIntoSegments(batch).flatMap((segment) => (segment.fast ? segment.run.map(({ entry }) => entry.seq) : [segment.entry.seq]));
+    const order = splitIntoSegments(batch).flatMap((segment) =>
+      segment.fast ? segment.run.map(({ entry }) => entry.seq) : [segment.entry.seq],
+    );
     expect(order).toEqual(batch.map((entry) => entry.seq));
   });
 });

@@ -1,15 +1,15 @@
 import type { DatabaseTransactionConnection } from 'slonik';
 import { KINDS, type ListRelation, type RecordKind } from '../catalogue/record-kinds.js';
-import { auditOf, EntryApplier, sentReference, SYSTEM, upsertSteps, type UpsertStep } from './change.applier.js';
 import {
-  insertStubsMany,
-  serialLiveness,
-  markWrittenMany,
-  replaceLinksMany,
-  targetKey,
   type AuditEntry,
+  insertStubsMany,
+  markWrittenMany,
   type OutboxEntry,
+  replaceLinksMany,
+  serialLiveness,
+  targetKey,
 } from './applier.repository.js';
+import { auditOf, EntryApplier, SYSTEM, sentReference, type UpsertStep, upsertSteps } from './change.applier.js';
 
 type Tx = DatabaseTransactionConnection;
 
@@ -121,7 +121,10 @@ export async function applyRun(tx: Tx, run: readonly Planned[]): Promise<AuditEn
   }
 
   // Per list: every writer of the run that sent it, with its pairs (writers are distinct records).
-  const byList = new Map<string, { list: Extract<ListRelation, { mode: 'replace' }>; writers: string[]; pairs: Array<{ writer: string; other: string; seq: number }> }>();
+  const byList = new Map<
+    string,
+    { list: Extract<ListRelation, { mode: 'replace' }>; writers: string[]; pairs: Array<{ writer: string; other: string; seq: number }> }
+  >();
   for (const { entry, steps } of run) {
     for (const step of steps) {
       if (step.list?.mode !== 'replace') continue;
@@ -152,9 +155,11 @@ export async function applyRun(tx: Tx, run: readonly Planned[]): Promise<AuditEn
       if (step.list === undefined) continue;
       const field = step.list.field;
       const change = linkChanges.get(field)!;
-      for (const other of change.removed.get(entry.record_id) ?? []) audits.push(auditOf(entry, kind, entry.record_id, 'unlink', SYSTEM, { [field]: other }));
+      for (const other of change.removed.get(entry.record_id) ?? [])
+        audits.push(auditOf(entry, kind, entry.record_id, 'unlink', SYSTEM, { [field]: other }));
       const added = change.added.get(entry.record_id);
-      for (const other of step.ids) if (added?.has(other)) audits.push(auditOf(entry, kind, entry.record_id, 'link', SYSTEM, { [field]: other }));
+      for (const other of step.ids)
+        if (added?.has(other)) audits.push(auditOf(entry, kind, entry.record_id, 'link', SYSTEM, { [field]: other }));
     }
   }
   return audits;

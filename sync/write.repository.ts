@@ -100,12 +100,30 @@ export async function writeRecords(
   return db.oneFirst(sql.type(z.object({ status: z.enum(['written', 'language-gone', 'overtaken']) }))`
     SELECT status FROM write_records(
       ${langKey},
-      ${sql.array(writes.map((write) => write.kind), 'text')},
-      ${sql.array(writes.map((write) => write.id), 'text')},
-      ${sql.array(writes.map((write) => JSON.stringify(write.fields)), 'jsonb')},
-      ${sql.array(writes.map((write) => write.times.created_at ?? null), 'timestamptz')},
-      ${sql.array(writes.map((write) => write.times.updated_at ?? null), 'timestamptz')},
-      ${sql.array(writes.map((write) => JSON.stringify(write.payload)), 'jsonb')},
+      ${sql.array(
+        writes.map((write) => write.kind),
+        'text',
+      )},
+      ${sql.array(
+        writes.map((write) => write.id),
+        'text',
+      )},
+      ${sql.array(
+        writes.map((write) => JSON.stringify(write.fields)),
+        'jsonb',
+      )},
+      ${sql.array(
+        writes.map((write) => write.times.created_at ?? null),
+        'timestamptz',
+      )},
+      ${sql.array(
+        writes.map((write) => write.times.updated_at ?? null),
+        'timestamptz',
+      )},
+      ${sql.array(
+        writes.map((write) => JSON.stringify(write.payload)),
+        'jsonb',
+      )},
       ${createdGiven},
       ${origin.accountId}, ${origin.languageId}, ${origin.actor}, ${origin.requestId}
     )

@@ -8,7 +8,14 @@ import { openQueues, type TestQueues } from './support/queues.js';
 
 const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
 
-const ADMIN_PATHS = ['/admin/api/sync-status', '/admin/api/audit', '/admin/queues', '/admin/queues/api/queues', '/admin/no-such-page', '/ADMIN/api/sync-status'];
+const ADMIN_PATHS = [
+  '/admin/api/sync-status',
+  '/admin/api/audit',
+  '/admin/queues',
+  '/admin/queues/api/queues',
+  '/admin/no-such-page',
+  '/ADMIN/api/sync-status',
+];
 
 describe('when /admin is called', () => {
   let env: TestEnvironment;
@@ -50,7 +57,10 @@ describe('when /admin is called', () => {
     });
 
     it('should not let the admin credentials open the v1 interface', async () => {
-      const response = await env.request('POST', '/api/v1/languages', { headers: env.adminHeaders, body: { language: { id: 'x', name: 'x', code: 'x' } } });
+      const response = await env.request('POST', '/api/v1/languages', {
+        headers: env.adminHeaders,
+        body: { language: { id: 'x', name: 'x', code: 'x' } },
+      });
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toMatch(/^Bearer /);
     });
@@ -132,7 +142,9 @@ describe('when the audit log is read through /admin/api/audit', () => {
       ['unlink', 'system', 'req-p1-delete'],
     ]);
     const stub = await audit('?kind=category&record_id=C1');
-    expect(stub.body.data.map((entry: any) => [entry.action, entry.actor, entry.request_id])).toEqual([['stub', 'system', 'req-p1-create']]);
+    expect(stub.body.data.map((entry: any) => [entry.action, entry.actor, entry.request_id])).toEqual([
+      ['stub', 'system', 'req-p1-create'],
+    ]);
     const german = await audit('?language_id=de');
     expect(german.body.data.map((entry: any) => [entry.kind, entry.record_id, entry.action])).toEqual([
       ['language', 'de', 'create'],
@@ -141,7 +153,13 @@ describe('when the audit log is read through /admin/api/audit', () => {
     const anyLanguage = await audit('?record_id=P1&kind=product');
     // Languages are applied independently, so only the order within one language is fixed.
     const actions = anyLanguage.body.data.map((entry: any) => `${entry.language_id}:${entry.action}`);
-    expect(actions.filter((action: string) => action.startsWith('en:'))).toEqual(['en:create', 'en:link', 'en:update', 'en:delete', 'en:unlink']);
+    expect(actions.filter((action: string) => action.startsWith('en:'))).toEqual([
+      'en:create',
+      'en:link',
+      'en:update',
+      'en:delete',
+      'en:unlink',
+    ]);
     expect(actions.filter((action: string) => action.startsWith('de:'))).toEqual(['de:create']);
   });
 
@@ -194,7 +212,8 @@ describe('when the audit log is read through /admin/api/audit', () => {
 describe('when a job fails', () => {
   let env: TestEnvironment;
   let queues: TestQueues;
-  const syncStatus = async () => (await env.request('GET', '/admin/api/sync-status', { headers: env.adminHeaders })).body as { pending: number; failed: number };
+  const syncStatus = async () =>
+    (await env.request('GET', '/admin/api/sync-status', { headers: env.adminHeaders })).body as { pending: number; failed: number };
 
   beforeAll(async () => {
     env = await startEnvironment();
@@ -209,7 +228,11 @@ describe('when a job fails', () => {
     expect(await syncStatus()).toEqual({ pending: 0, failed: 0 });
     // A job the processor refuses for good (UnrecoverableError): no retries, straight to failed.
     const job = await queues.queues.effects.add('apply-outbox', { langKey: 'x' } as never);
-    const state = await pollUntil(() => job.getState(), (value) => value === 'failed', { timeoutMs: 10_000 });
+    const state = await pollUntil(
+      () => job.getState(),
+      (value) => value === 'failed',
+      { timeoutMs: 10_000 },
+    );
     expect(state).toBe('failed');
     const failed = (await queues.queues.effects.getJob(job.id!)) as Job;
     expect(failed.attemptsMade).toBe(1);
@@ -224,7 +247,11 @@ describe('when a job fails', () => {
     const langKey = await env.db.oneFirst(sql.type(z.object({ lang_key: z.number() }))`SELECT lang_key FROM languages WHERE id = 'fx'`);
     await failed.updateData({ langKey });
     await failed.retry();
-    const after = await pollUntil(() => failed.getState(), (value) => value === 'completed', { timeoutMs: 10_000 });
+    const after = await pollUntil(
+      () => failed.getState(),
+      (value) => value === 'completed',
+      { timeoutMs: 10_000 },
+    );
     expect(after).toBe('completed');
     expect(await syncStatus()).toEqual({ pending: 0, failed: 0 });
   });

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
-import { sha256 } from '../platform/crypto.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeClient } from '../auth/client.repository.js';
-import { startEnvironment, type HttpResponse, type TestEnvironment } from './support/harness.js';
+import { sha256 } from '../platform/crypto.js';
+import { type HttpResponse, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
 
 let env: TestEnvironment;
@@ -19,8 +19,7 @@ const languageBody = { language: { id: 'x', name: 'X', code: 'x' } };
 const operations: Array<[string, (authorization: string | undefined) => Promise<HttpResponse>]> = [
   [
     'POST /api/v1/languages/',
-    (authorization) =>
-      env.request('POST', '/api/v1/languages/', { body: languageBody, headers: authorization ? { authorization } : {} }),
+    (authorization) => env.request('POST', '/api/v1/languages/', { body: languageBody, headers: authorization ? { authorization } : {} }),
   ],
   [
     'DELETE /api/v1/languages/x',
@@ -57,10 +56,7 @@ describe.each(operations)('when %s is called', (_name, call) => {
     ['with an empty Bearer header', async () => 'Bearer '],
     ['with a malformed Bearer header', async () => 'Bearer two words'],
     ['with Basic credentials instead of a bearer token', async () => `Basic ${Buffer.from('client:secret').toString('base64')}`],
-    [
-      'with a valid token sent under the Basic scheme',
-      async () => `Basic ${(await issueToken()).token}`,
-    ],
+    ['with a valid token sent under the Basic scheme', async () => `Basic ${(await issueToken()).token}`],
     [
       'with an expired token',
       async () => {
@@ -84,7 +80,11 @@ describe.each(operations)('when %s is called', (_name, call) => {
       expect(await revokeClient(env.db, clientId)).toBe(true);
       // Revocation is pushed to the API by Postgres NOTIFY (client_revoked), which
       // empties its token cache; delivery is asynchronous, so allow it a moment.
-      const response = await pollUntil(() => call(`Bearer ${token}`), (r) => r.status === 401, { timeoutMs: 2_000 });
+      const response = await pollUntil(
+        () => call(`Bearer ${token}`),
+        (r) => r.status === 401,
+        { timeoutMs: 2_000 },
+      );
       expectUnauthorized(response);
     });
   });
@@ -120,7 +120,7 @@ describe('when a token expires while the API has it cached', () => {
 });
 
 describe('when a token of account A addresses a language of account B', () => {
-  it('should leave B\'s language untouched by A\'s delete', async () => {
+  it("should leave B's language untouched by A's delete", async () => {
     const tokenA = await env.token();
     const tokenB = await env.token();
     const id = 'shared-lang';

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { httpRequest, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { freePort, spawnEntryPoint, spawnWorker, stopProcess } from './support/processes.js';
@@ -119,7 +119,13 @@ describe('when a file mixes valid and invalid lines', () => {
       }
       const kind = Object.keys(parsed).find((key) => key !== 'extra')!;
       const segments: Record<string, string> = {
-        product: 'products', category: 'categories', variant: 'variants', brand: 'brands', profile: 'profiles', order: 'orders', shopping_cart: 'shopping_carts',
+        product: 'products',
+        category: 'categories',
+        variant: 'variants',
+        brand: 'brands',
+        profile: 'profiles',
+        order: 'orders',
+        shopping_cart: 'shopping_carts',
       };
       if (!segments[kind]) continue;
       await env.request('POST', `/api/v1/languages/one-by-one/${segments[kind]}`, { token, body: parsed });
@@ -130,7 +136,9 @@ describe('when a file mixes valid and invalid lines', () => {
 
   it('should list every error as NDJSON', async () => {
     await createLanguage('bulk-errors');
-    const lines = Array.from({ length: 1_205 }, (_, index) => (index % 2 === 0 ? `{"product":{"id":"E${index}"}}` : `{"product":{"id":"E${index}","name":"ok"}}`));
+    const lines = Array.from({ length: 1_205 }, (_, index) =>
+      index % 2 === 0 ? `{"product":{"id":"E${index}"}}` : `{"product":{"id":"E${index}","name":"ok"}}`,
+    );
     const response = await upload('bulk-errors', lines);
     const job = await waitForJob(response.headers.get('location')!);
     expect(job).toMatchObject({ status: 'completed', lines: 1_205, saved: 602, failed: 603 });
@@ -138,7 +146,10 @@ describe('when a file mixes valid and invalid lines', () => {
     const all = await env.request('GET', `${response.headers.get('location')}/errors`, { token });
     expect(all.status).toBe(200);
     expect(all.headers.get('content-type')).toContain('application/x-ndjson');
-    const parsed = all.text.trim().split('\n').map((line) => JSON.parse(line));
+    const parsed = all.text
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(parsed).toHaveLength(603);
     expect(parsed[0]).toEqual({ line: 1, error: { error: { message: expect.any(String), missing_parameters: ['name'] } } });
   });
@@ -153,7 +164,7 @@ describe('when a long random file mixes kinds, repeats ids and deletes', () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return seed / 2 ** 31;
     };
-    const pick = <T,>(items: T[]) => items[Math.floor(random() * items.length)]!;
+    const pick = <T>(items: T[]) => items[Math.floor(random() * items.length)]!;
     const ids = (prefix: string, count: number) => Array.from({ length: count }, (_, index) => `${prefix}${index}`);
     const products = ids('P', 60);
     const categories = ids('C', 15);
@@ -178,7 +189,9 @@ describe('when a long random file mixes kinds, repeats ids and deletes', () => {
       } else if (roll < 0.82) {
         const brand = pick(brands);
         // product_ids is a point-at list: such lines take the one-by-one path inside a batch.
-        lines.push(JSON.stringify({ brand: { id: brand, name: `b${index}`, ...(random() < 0.5 ? { product_ids: some(products, 3) } : {}) } }));
+        lines.push(
+          JSON.stringify({ brand: { id: brand, name: `b${index}`, ...(random() < 0.5 ? { product_ids: some(products, 3) } : {}) } }),
+        );
         written.add(`brand:${brand}`);
       } else if (roll < 0.9) {
         // Only records this file wrote itself: whether a stub exists yet when its delete arrives depends on the
@@ -211,7 +224,9 @@ describe('when a long random file mixes kinds, repeats ids and deletes', () => {
     for (const [index, line] of lines.entries()) {
       const parsed = JSON.parse(line) as Record<string, any>;
       const answer = parsed['delete']
-        ? await env.request('DELETE', `/api/v1/languages/random-one-by-one/${segments[parsed['delete'].kind]}/${parsed['delete'].id}`, { token })
+        ? await env.request('DELETE', `/api/v1/languages/random-one-by-one/${segments[parsed['delete'].kind]}/${parsed['delete'].id}`, {
+            token,
+          })
         : await env.request('POST', `/api/v1/languages/random-one-by-one/${segments[Object.keys(parsed)[0]!]}`, { token, body: parsed });
       if (answer.status !== 200) {
         failed += 1;
@@ -268,7 +283,10 @@ describe('when a worker is killed in the middle of a file', () => {
       const own = tokenResponse.body.access_token as string;
       await lonely.request('POST', '/api/v1/languages', { token: own, body: { language: { id: 'kill', name: 'k', code: 'k' } } });
       const LINES = 60_000;
-      const lines = Array.from({ length: LINES }, (_, index) => `{"product":{"id":"K${index}","name":"n${index}","category_ids":["C${index % 7}"]}}`);
+      const lines = Array.from(
+        { length: LINES },
+        (_, index) => `{"product":{"id":"K${index}","name":"n${index}","category_ids":["C${index % 7}"]}}`,
+      );
       const response = await lonely.request('POST', '/api/v1/languages/kill/bulk', { token: own, raw: lines.join('\n'), headers: NDJSON });
       expect(response.status).toBe(202);
 
@@ -301,7 +319,9 @@ describe('when a worker is killed in the middle of a file', () => {
         }
         expect(job).toMatchObject({ lines: LINES, saved: LINES, failed: 0 });
         await lonely.drain(120_000);
-        const counts = await lonely.db.one(sql.type(z.object({ products: z.number(), creates: z.number(), distinct_creates: z.number(), links: z.number() }))`
+        const counts = await lonely.db.one(sql.type(
+          z.object({ products: z.number(), creates: z.number(), distinct_creates: z.number(), links: z.number() }),
+        )`
           SELECT
             (SELECT count(*) FROM records WHERE kind = 'product' AND live)::int8 AS products,
             (SELECT count(*) FROM audit_log WHERE kind = 'product' AND action = 'create')::int8 AS creates,
@@ -333,7 +353,10 @@ describe('when a 100 MB file is streamed', () => {
     try {
       const baseUrl = `http://127.0.0.1:${port}`;
       for (let attempt = 0; ; attempt += 1) {
-        const ready = await fetch(`${baseUrl}/healthz`).then((response) => response.ok, () => false);
+        const ready = await fetch(`${baseUrl}/healthz`).then(
+          (response) => response.ok,
+          () => false,
+        );
         if (ready) break;
         if (attempt > 200) throw new Error('API process did not start');
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -343,11 +366,20 @@ describe('when a 100 MB file is streamed', () => {
         return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
       };
       // Warm the upload path with a small file first, so the baseline includes loaded code.
-      await httpRequest(baseUrl, 'POST', '/api/v1/languages/bulk-big/bulk', { token, raw: '{"product":{"id":"w","name":"w"}}', headers: NDJSON });
+      await httpRequest(baseUrl, 'POST', '/api/v1/languages/bulk-big/bulk', {
+        token,
+        raw: '{"product":{"id":"w","name":"w"}}',
+        headers: NDJSON,
+      });
       const before = await rss();
       let peak = before;
       const sampler = setInterval(() => {
-        rss().then((value) => { peak = Math.max(peak, value); }, () => undefined);
+        rss().then(
+          (value) => {
+            peak = Math.max(peak, value);
+          },
+          () => undefined,
+        );
       }, 20);
       const line = `{"product":{"id":"ID","name":"${'x'.repeat(180)}"}}\n`;
       const total = 100 * 1024 * 1024;

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApi, type RunningApi } from '../api/server.js';
+import { type RunningApi, startApi } from '../api/server.js';
 import { dropDatabase, httpRequest, POSTGRES_URL, testConfig, uniqueName } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
 
@@ -114,7 +114,7 @@ describe('when the CLI manages clients', { timeout: 4 * CLI_TIMEOUT }, () => {
     expect(listed.stdout).not.toContain(second.client_secret);
   });
 
-  it('should stop a revoked client\'s tokens at once and refuse it new ones', async () => {
+  it("should stop a revoked client's tokens at once and refuse it new ones", async () => {
     const revoked = await cli('revoke-client', '--client-id', first.client_id);
     expect(revoked, revoked.stderr).toMatchObject({ code: 0 });
 

@@ -1,10 +1,10 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Job } from 'bullmq';
-import { request, type Page } from 'playwright-core';
+import { type Page, request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUES } from '../platform/queue.js';
-import { ARTIFACTS, launchBrowser, type Browser } from './support/browser.js';
+import { ARTIFACTS, type Browser, launchBrowser } from './support/browser.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
 import { openQueues, type TestQueues } from './support/queues.js';
@@ -22,7 +22,13 @@ describe('when an admin opens the queue dashboard in a browser', () => {
     queues = openQueues(env.config);
     // A job the processor refuses for good (UnrecoverableError): it lands in failed at once.
     failedJob = await queues.queues.effects.add('apply-outbox', { langKey: 'x' } as never);
-    expect(await pollUntil(() => failedJob.getState(), (state) => state === 'failed', { timeoutMs: 10_000 })).toBe('failed');
+    expect(
+      await pollUntil(
+        () => failedJob.getState(),
+        (state) => state === 'failed',
+        { timeoutMs: 10_000 },
+      ),
+    ).toBe('failed');
 
     await mkdir(ARTIFACTS, { recursive: true });
     browser = await launchBrowser({ httpCredentials: { username: env.config.ADMIN_USER, password: env.config.ADMIN_PASSWORD! } });
@@ -56,7 +62,9 @@ describe('when an admin opens the queue dashboard in a browser', () => {
     for (const { name } of Object.values(QUEUES)) {
       await expect.poll(() => sidebar.getByText(name, { exact: true }).isVisible(), { timeout: 10_000 }).toBe(true);
     }
-    await expect.poll(() => page.getByText('FAILED 1').or(page.locator('text=/FAILED\\s*1/')).first().isVisible(), { timeout: 10_000 }).toBe(true);
+    await expect
+      .poll(() => page.getByText('FAILED 1').or(page.locator('text=/FAILED\\s*1/')).first().isVisible(), { timeout: 10_000 })
+      .toBe(true);
     await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard.png'), fullPage: true });
   });
 

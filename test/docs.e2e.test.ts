@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARTIFACTS, launchBrowser, type Browser } from './support/browser.js';
+import { ARTIFACTS, type Browser, launchBrowser } from './support/browser.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 
 describe('when a person opens /docs in a browser', () => {

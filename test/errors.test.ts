@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dropDatabase, startEnvironment, type HttpResponse, type TestEnvironment } from './support/harness.js';
+import { dropDatabase, type HttpResponse, startEnvironment, type TestEnvironment } from './support/harness.js';
 
 const GENERIC_500 = { error: 'The request cannot be processed at this moment' };
 const MIB = 1024 * 1024;
@@ -102,11 +102,17 @@ describe('when the service is healthy', () => {
       ['a JSON body', { body: { grant_type: 'client_credentials', client_id: 'a\u0000b', client_secret: 'secret' } }],
       [
         'a form body',
-        { raw: 'grant_type=client_credentials&client_id=a%00b&client_secret=secret', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+        {
+          raw: 'grant_type=client_credentials&client_id=a%00b&client_secret=secret',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        },
       ],
       [
         'Basic credentials',
-        { body: { grant_type: 'client_credentials' }, headers: { authorization: `Basic ${Buffer.from('a%00b:secret').toString('base64')}` } },
+        {
+          body: { grant_type: 'client_credentials' },
+          headers: { authorization: `Basic ${Buffer.from('a%00b:secret').toString('base64')}` },
+        },
       ],
     ])('should refuse a client_id with a NUL in %s as a client mistake', async (_case, options) => {
       const response = await env.request('POST', '/oauth/token', options);

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 
@@ -22,7 +22,10 @@ describe('when a queued change can never be applied', () => {
       SELECT nextval('write_seq'), lang_key, account_id, id, 'product', 'assign', 'P1', '{}'::jsonb, 'test', 'poison'
       FROM languages WHERE id = 'nl' AND deleted_at IS NULL
     `);
-    const after = await env.request('POST', '/api/v1/languages/nl/products', { token, body: { product: { id: 'P2', name: 'Later', category_ids: ['C1'] } } });
+    const after = await env.request('POST', '/api/v1/languages/nl/products', {
+      token,
+      body: { product: { id: 'P2', name: 'Later', category_ids: ['C1'] } },
+    });
     expect(after.status).toBe(200);
 
     const deadline = Date.now() + 30_000;

@@ -1,12 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
-import { afterEach, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
+import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { startWorker } from '../worker/worker.js';
 import { applierLockHolders } from '../sync/locks.js';
+import { startWorker } from '../worker/worker.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { freePort, spawnWorker, startRedis, stopProcess } from './support/processes.js';
-import { compare, generate, rng, send, type Sent } from './support/scenario.js';
+import { compare, generate, rng, type Sent, send } from './support/scenario.js';
 
 const SEED = Number(process.env['MODEL_SEED'] ?? Date.now() % 1_000_000);
 
@@ -25,9 +25,14 @@ async function prepare(environment: TestEnvironment, languageId: string) {
     body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
   });
   const token = tokenResponse.body.access_token as string;
-  const created = await environment.request('POST', '/api/v1/languages', { token, body: { language: { id: languageId, name: 'L', code: 'xx' } } });
+  const created = await environment.request('POST', '/api/v1/languages', {
+    token,
+    body: { language: { id: languageId, name: 'L', code: 'xx' } },
+  });
   expect(created.status).toBe(200);
-  const accountId = await environment.db.oneFirst(sql.type(z.object({ id: z.number() }))`SELECT id FROM accounts WHERE name = ${client.account}`);
+  const accountId = await environment.db.oneFirst(
+    sql.type(z.object({ id: z.number() }))`SELECT id FROM accounts WHERE name = ${client.account}`,
+  );
   return { token, accountId };
 }
 

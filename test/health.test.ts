@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -53,9 +53,13 @@ async function canConnect(port: number): Promise<boolean> {
 
 /** A throw-away redis-server of this test's own, without persistence. */
 async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
   // Should the test process die before afterAll, take the server with it.
   const reap = () => child.kill('SIGKILL');
   process.once('exit', reap);

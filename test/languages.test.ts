@@ -157,7 +157,8 @@ describe('when deleteLanguage is called', () => {
 describe('when two accounts use the same language id', () => {
   it('should keep their languages apart', async () => {
     const [tokenA, tokenB] = await Promise.all([env.token(), env.token()]);
-    const post = (as: string, language: Record<string, unknown>) => env.request('POST', '/api/v1/languages/', { token: as, body: { language } });
+    const post = (as: string, language: Record<string, unknown>) =>
+      env.request('POST', '/api/v1/languages/', { token: as, body: { language } });
 
     const a = await post(tokenA, { id: 'same', name: 'A', code: 'aa', url: 'https://a.example' });
     const b = await post(tokenB, { id: 'same', name: 'B', code: 'bb', active: true });
@@ -172,7 +173,10 @@ describe('when two accounts use the same language id', () => {
 
     // Deleting A's language returns A's record and leaves B's in place.
     const deleted = await env.request('DELETE', '/api/v1/languages/same', { token: tokenA });
-    expect(deleted.body).toEqual({ language: { id: 'same', name: 'A2', code: 'aa', active: null, url: 'https://a.example' }, message: DELETED });
+    expect(deleted.body).toEqual({
+      language: { id: 'same', name: 'A2', code: 'aa', active: null, url: 'https://a.example' },
+      message: DELETED,
+    });
     const b3 = await post(tokenB, { id: 'same', name: 'B3', code: 'bb' });
     expect(b3.body.language).toEqual({ id: 'same', name: 'B3', code: 'bb', active: true, url: null });
   });

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { migrate, MIGRATIONS_DIR, REPEATABLE_DIRS } from '../platform/migrator.js';
+import { MIGRATIONS_DIR, migrate, REPEATABLE_DIRS } from '../platform/migrator.js';
 import { dropDatabase, POSTGRES_URL, uniqueName } from './support/harness.js';
 
 const databases: string[] = [];
@@ -36,7 +36,10 @@ async function repeatableFiles(): Promise<string[]> {
   const root = path.dirname(MIGRATIONS_DIR);
   const names = await Promise.all(
     REPEATABLE_DIRS.map(async (directory) =>
-      (await readdir(directory)).filter((file) => file.endsWith('.sql')).sort().map((file) => path.relative(root, path.join(directory, file))),
+      (await readdir(directory))
+        .filter((file) => file.endsWith('.sql'))
+        .sort()
+        .map((file) => path.relative(root, path.join(directory, file))),
     ),
   );
   return names.flat();
@@ -45,16 +48,25 @@ async function repeatableFiles(): Promise<string[]> {
 /** Tables, columns, indexes, constraints, functions and triggers of the public schema, in a stable order. */
 async function catalogue(url: string) {
   const [columns, indexes, constraints, functions, triggers] = await Promise.all([
-    query(url, `
+    query(
+      url,
+      `
       SELECT table_name, column_name, data_type, is_nullable, column_default
-      FROM information_schema.columns WHERE table_schema = 'public' ORDER BY 1, 2`),
+      FROM information_schema.columns WHERE table_schema = 'public' ORDER BY 1, 2`,
+    ),
     query(url, `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1`),
-    query(url, `
+    query(
+      url,
+      `
       SELECT conrelid::regclass::text AS table_name, conname, pg_get_constraintdef(oid) AS definition
-      FROM pg_constraint WHERE connamespace = 'public'::regnamespace ORDER BY 1, 2`),
-    query(url, `
+      FROM pg_constraint WHERE connamespace = 'public'::regnamespace ORDER BY 1, 2`,
+    ),
+    query(
+      url,
+      `
       SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments, md5(pg_get_functiondef(p.oid)) AS definition
-      FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace ORDER BY 1, 2`),
+      FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace ORDER BY 1, 2`,
+    ),
     query(url, `SELECT tgname, pg_get_triggerdef(oid) AS definition FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1`),
   ]);
   return { columns, indexes, constraints, functions, triggers };
@@ -100,7 +112,10 @@ describe('when two migrate calls race on a database that does not exist', () => 
     const files = (await readdir(MIGRATIONS_DIR)).filter((file) => file.endsWith('.sql')).sort();
 
     const settled = await Promise.allSettled([migrate(url), migrate(url)]);
-    expect(settled.map((outcome) => (outcome.status === 'rejected' ? String(outcome.reason) : 'fulfilled'))).toEqual(['fulfilled', 'fulfilled']);
+    expect(settled.map((outcome) => (outcome.status === 'rejected' ? String(outcome.reason) : 'fulfilled'))).toEqual([
+      'fulfilled',
+      'fulfilled',
+    ]);
     const results = settled.map((outcome) => (outcome as PromiseFulfilledResult<Awaited<ReturnType<typeof migrate>>>).value);
     expect(results.filter((result) => result.createdDatabase)).toHaveLength(1);
     expect(results.flatMap((result) => result.applied).sort()).toEqual(files);
@@ -138,8 +153,11 @@ describe('when a migration in the directory fails', () => {
     await expect(migrate(url, { directory })).rejects.toThrow(/0002_bad\.sql/);
 
     expect(await recorded(url)).toEqual([{ name: '0001_good.sql', times: 1 }]);
-    const tables = await query<{ table_name: string }>(url, `
-      SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`);
+    const tables = await query<{ table_name: string }>(
+      url,
+      `
+      SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`,
+    );
     expect(tables.map((row) => row.table_name)).toEqual(['good_table', 'schema_migrations', 'schema_repeatables']);
     expect(await query(url, 'SELECT count(*)::int AS n FROM good_table')).toEqual([{ n: 0 }]);
 
@@ -179,11 +197,16 @@ async function migrateWithOldNames(url: string, directory: string) {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    await client.query('CREATE TABLE schema_migrations (name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+    await client.query(
+      'CREATE TABLE schema_migrations (name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
     for (const file of (await readdir(directory)).filter((name) => name.endsWith('.sql')).sort()) {
       const text = await readFile(path.join(directory, file), 'utf8');
       await client.query(text);
-      await client.query('INSERT INTO schema_migrations (name, checksum) VALUES ($1, encode(sha256(convert_to($2, \'UTF8\')), \'hex\'))', [file, text]);
+      await client.query("INSERT INTO schema_migrations (name, checksum) VALUES ($1, encode(sha256(convert_to($2, 'UTF8')), 'hex'))", [
+        file,
+        text,
+      ]);
     }
   } finally {
     await client.end();
@@ -200,7 +223,12 @@ describe('when a repeatable function file is edited on a migrated database', () 
     const repeatableDirs = [sync, ...REPEATABLE_DIRS.slice(1)];
     await migrate(url, { repeatableDirs });
     const stamps = async () =>
-      new Map((await query<{ name: string; applied_at: Date }>(url, 'SELECT name, applied_at FROM schema_repeatables')).map((row) => [row.name, row.applied_at.getTime()]));
+      new Map(
+        (await query<{ name: string; applied_at: Date }>(url, 'SELECT name, applied_at FROM schema_repeatables')).map((row) => [
+          row.name,
+          row.applied_at.getTime(),
+        ]),
+      );
     const first = await stamps();
 
     const file = path.join(sync, 'outbox_batch.sql');

@@ -1,10 +1,10 @@
 import { isDeepStrictEqual } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { startWorker, type RunningWorker } from '../worker/worker.js';
+import { type RunningWorker, startWorker } from '../worker/worker.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
-import { compare, generate, rng, send, type CompareOptions, type Sent } from './support/scenario.js';
+import { type CompareOptions, compare, generate, rng, type Sent, send } from './support/scenario.js';
 
 const BASE_SEED = Number(process.env['MODEL_SEED'] ?? Date.now() % 1_000_000);
 const RUNS = Number(process.env['MODEL_RUNS'] ?? 4);
@@ -26,7 +26,13 @@ async function setUp(seed: number) {
   return { token, languageId, accountId };
 }
 
-async function check(seed: number, languageId: string, accountId: number, sent: Sent[], options: CompareOptions & { counts?: boolean } = {}) {
+async function check(
+  seed: number,
+  languageId: string,
+  accountId: number,
+  sent: Sent[],
+  options: CompareOptions & { counts?: boolean } = {},
+) {
   await env.drain();
   const result = await compare(env, languageId, accountId, sent, options);
   const context = `seed ${seed} (rerun with MODEL_SEED=${seed} MODEL_RUNS=1)`;
@@ -69,7 +75,9 @@ describe('when random requests are sent concurrently', () => {
     const sent: Sent[] = [];
     for (let start = 0; start < operations.length; start += 6) {
       const chunk = operations.slice(start, start + 6);
-      sent.push(...(await Promise.all(chunk.map((operation, offset) => send(env, token, languageId, operation, `c${seed}-${start + offset}`)))));
+      sent.push(
+        ...(await Promise.all(chunk.map((operation, offset) => send(env, token, languageId, operation, `c${seed}-${start + offset}`)))),
+      );
     }
     await check(seed + 10_000, languageId, accountId, sent);
   });
@@ -83,7 +91,9 @@ describe('when two worker processes share the work', () => {
     const sent: Sent[] = [];
     for (let start = 0; start < operations.length; start += 4) {
       const chunk = operations.slice(start, start + 4);
-      sent.push(...(await Promise.all(chunk.map((operation, offset) => send(env, token, languageId, operation, `w${seed}-${start + offset}`)))));
+      sent.push(
+        ...(await Promise.all(chunk.map((operation, offset) => send(env, token, languageId, operation, `w${seed}-${start + offset}`)))),
+      );
     }
     await check(seed + 20_000, languageId, accountId, sent);
   });
@@ -147,7 +157,9 @@ describe('when random v1 and v2 requests are sent concurrently', () => {
       const sent: Sent[] = [];
       for (let start = 0; start < operations.length; start += 6) {
         const chunk = operations.slice(start, start + 6);
-        sent.push(...(await Promise.all(chunk.map((operation, offset) => send(env, token, languageId, operation, `k${seed}-${start + offset}`)))));
+        sent.push(
+          ...(await Promise.all(chunk.map((operation, offset) => send(env, token, languageId, operation, `k${seed}-${start + offset}`)))),
+        );
       }
       await check(seed + 60_000, languageId, accountId, sent, { counts: true });
     } finally {

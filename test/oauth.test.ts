@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeClient } from '../auth/client.repository.js';
-import { startEnvironment, type Credentials, type TestEnvironment } from './support/harness.js';
+import { type Credentials, startEnvironment, type TestEnvironment } from './support/harness.js';
 
 type BodyType = 'json' | 'form';
 type AuthMethod = 'client_secret_post' | 'client_secret_basic';
@@ -9,7 +9,12 @@ type AuthMethod = 'client_secret_post' | 'client_secret_basic';
 let env: TestEnvironment;
 let client: Credentials;
 
-function tokenRequest(bodyType: BodyType, auth: AuthMethod, credentials: { id: string; secret: string }, extra: Record<string, string | undefined> = { grant_type: 'client_credentials' }) {
+function tokenRequest(
+  bodyType: BodyType,
+  auth: AuthMethod,
+  credentials: { id: string; secret: string },
+  extra: Record<string, string | undefined> = { grant_type: 'client_credentials' },
+) {
   const fields: Record<string, string> = {};
   for (const [key, value] of Object.entries(extra)) if (value !== undefined) fields[key] = value;
   const headers: Record<string, string> = {};
@@ -17,7 +22,8 @@ function tokenRequest(bodyType: BodyType, auth: AuthMethod, credentials: { id: s
     fields['client_id'] = credentials.id;
     fields['client_secret'] = credentials.secret;
   } else {
-    headers['authorization'] = `Basic ${Buffer.from(`${encodeURIComponent(credentials.id)}:${encodeURIComponent(credentials.secret)}`).toString('base64')}`;
+    headers['authorization'] =
+      `Basic ${Buffer.from(`${encodeURIComponent(credentials.id)}:${encodeURIComponent(credentials.secret)}`).toString('base64')}`;
   }
   if (bodyType === 'json') {
     headers['content-type'] = 'application/json';

@@ -1,13 +1,13 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApi, type RunningApi } from '../api/server.js';
+import { type RunningApi, startApi } from '../api/server.js';
 import { createClient } from '../auth/auth.service.js';
 import type { Config } from '../platform/config.js';
 import { createDatabase, type Database } from '../platform/db.js';
 import { migrate } from '../platform/migrator.js';
-import { startWorker, type RunningWorker } from '../worker/worker.js';
+import { type RunningWorker, startWorker } from '../worker/worker.js';
 import { dropDatabase, httpRequest, testConfig, uniqueName, waitForDrain } from './support/harness.js';
-import { captureLogs, type CapturedLogs } from './support/log-capture.js';
+import { type CapturedLogs, captureLogs } from './support/log-capture.js';
 import { pollUntil } from './support/poll.js';
 import { freePort } from './support/processes.js';
 import { openQueues } from './support/queues.js';
@@ -67,10 +67,16 @@ describe('when Prometheus scrapes the API', () => {
   let other: Stack;
   beforeAll(async () => {
     [stack, other] = await Promise.all([startStack(), startStack()]);
-    const created = await httpRequest(stack.baseUrl, 'POST', '/api/v1/languages', { token: stack.token, body: { language: { id: 'en', name: 'English', code: 'en' } } });
+    const created = await httpRequest(stack.baseUrl, 'POST', '/api/v1/languages', {
+      token: stack.token,
+      body: { language: { id: 'en', name: 'English', code: 'en' } },
+    });
     expect(created.status).toBe(200);
     for (const id of ['P-secret-1', 'P-secret-2']) {
-      const saved = await httpRequest(stack.baseUrl, 'POST', '/api/v1/languages/en/products', { token: stack.token, body: { product: { id, name: 'Shoe' } } });
+      const saved = await httpRequest(stack.baseUrl, 'POST', '/api/v1/languages/en/products', {
+        token: stack.token,
+        body: { product: { id, name: 'Shoe' } },
+      });
       expect(saved.status).toBe(200);
     }
     await httpRequest(stack.baseUrl, 'GET', '/no/such/path-9f3a');
@@ -94,10 +100,24 @@ describe('when Prometheus scrapes the API', () => {
 
   it('should count requests by method, route template and status, never by raw URL', async () => {
     const { text } = await scrape();
-    expect(sample(text, 'http_request_duration_seconds_count', { method: 'POST', route: '/api/v1/languages/:language_id/products', status: '200' })).toBe(2);
-    expect(sample(text, 'http_request_duration_seconds_count', { method: 'POST', route: '/api/v1/languages/:language_id/products', status: '401' })).toBe(1);
+    expect(
+      sample(text, 'http_request_duration_seconds_count', {
+        method: 'POST',
+        route: '/api/v1/languages/:language_id/products',
+        status: '200',
+      }),
+    ).toBe(2);
+    expect(
+      sample(text, 'http_request_duration_seconds_count', {
+        method: 'POST',
+        route: '/api/v1/languages/:language_id/products',
+        status: '401',
+      }),
+    ).toBe(1);
     expect(sample(text, 'http_request_duration_seconds_count', { method: 'GET', route: 'unmatched', status: '404' })).toBe(1);
-    expect(sample(text, 'http_request_duration_seconds_bucket', { route: '/api/v1/languages/:language_id/products', le: '+Inf' })).toBeGreaterThan(0);
+    expect(
+      sample(text, 'http_request_duration_seconds_bucket', { route: '/api/v1/languages/:language_id/products', le: '+Inf' }),
+    ).toBeGreaterThan(0);
     expect(text).not.toContain('P-secret');
     expect(text).not.toContain('path-9f3a');
   });
@@ -128,7 +148,13 @@ describe('when Prometheus scrapes the API', () => {
 
   it('should keep each app of one process to its own registry', async () => {
     const { text } = await scrape(other);
-    expect(sample(text, 'http_request_duration_seconds_count', { method: 'POST', route: '/api/v1/languages/:language_id/products', status: '200' })).toBeUndefined();
+    expect(
+      sample(text, 'http_request_duration_seconds_count', {
+        method: 'POST',
+        route: '/api/v1/languages/:language_id/products',
+        status: '200',
+      }),
+    ).toBeUndefined();
     expect(sample(text, 'sync_outbox_pending')).toBe(0);
   });
 });
@@ -209,13 +235,19 @@ describe('when a worker runs jobs', () => {
     await waitForDrain((method, path, options) => httpRequest(stack.baseUrl, method, path, options), stack.config);
     const metrics = await pollUntil(
       () => httpRequest(`http://127.0.0.1:${worker.metricsPort}`, 'GET', '/metrics'),
-      (response) => (sample(response.text, 'sync_job_duration_seconds_count', { queue: 'effects', name: 'apply-outbox', outcome: 'completed' }) ?? 0) > 0,
+      (response) =>
+        (sample(response.text, 'sync_job_duration_seconds_count', { queue: 'effects', name: 'apply-outbox', outcome: 'completed' }) ?? 0) >
+        0,
       { timeoutMs: 5_000 },
     );
     expect(metrics.status).toBe(200);
     expect(metrics.headers.get('content-type')).toMatch(/^text\/plain/);
-    expect(sample(metrics.text, 'sync_job_duration_seconds_count', { queue: 'effects', name: 'apply-outbox', outcome: 'completed' })).toBeGreaterThan(0);
-    expect(sample(metrics.text, 'sync_job_attempts_bucket', { queue: 'effects', name: 'apply-outbox', outcome: 'completed', le: '1' })).toBeGreaterThan(0);
+    expect(
+      sample(metrics.text, 'sync_job_duration_seconds_count', { queue: 'effects', name: 'apply-outbox', outcome: 'completed' }),
+    ).toBeGreaterThan(0);
+    expect(
+      sample(metrics.text, 'sync_job_attempts_bucket', { queue: 'effects', name: 'apply-outbox', outcome: 'completed', le: '1' }),
+    ).toBeGreaterThan(0);
     expect(sample(metrics.text, 'sync_db_pool_connections', { pool: 'worker', state: 'idle' })).toBeGreaterThanOrEqual(0);
     expect(sample(metrics.text, 'process_resident_memory_bytes')).toBeGreaterThan(0);
     expect((await httpRequest(`http://127.0.0.1:${worker.metricsPort}`, 'GET', '/other')).status).toBe(404);

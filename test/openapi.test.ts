@@ -1,6 +1,9 @@
 import type Router from '@koa/router';
-import type { ZodTypeAny } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ZodTypeAny } from 'zod';
+import { QUEUE_DASHBOARD_PATH } from '../api/middleware/queue-dashboard.middleware.js';
+import { tokenResponseSchema } from '../api/openapi/oauth.openapi.js';
+import { v1RecordResponseSchema } from '../api/openapi/v1.openapi.js';
 import {
   invalidParametersErrorSchema,
   messageErrorSchema,
@@ -10,9 +13,6 @@ import {
   toOpenApiPath,
   unknownParametersErrorSchema,
 } from '../api/openapi.js';
-import { tokenResponseSchema } from '../api/openapi/oauth.openapi.js';
-import { v1RecordResponseSchema } from '../api/openapi/v1.openapi.js';
-import { QUEUE_DASHBOARD_PATH } from '../api/middleware/queue-dashboard.middleware.js';
 import { auditPageSchema, syncStatusSchema } from '../api/schemas/admin.schema.js';
 import { KINDS, RECORD_KINDS, type RecordKind } from '../catalogue/record-kinds.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
@@ -140,7 +140,15 @@ describe('when the API description is fetched', () => {
   });
 
   it('should list every error body as a component', () => {
-    for (const name of ['MissingParametersError', 'UnknownParametersError', 'InvalidParametersError', 'MessageError', 'PlainError', 'ServerError', 'OAuthError']) {
+    for (const name of [
+      'MissingParametersError',
+      'UnknownParametersError',
+      'InvalidParametersError',
+      'MessageError',
+      'PlainError',
+      'ServerError',
+      'OAuthError',
+    ]) {
       expect(document.components.schemas[name], name).toBeDefined();
     }
   });
@@ -158,7 +166,10 @@ describe('when the API description is fetched', () => {
     };
 
     beforeAll(async () => {
-      const created = await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'oa', name: 'OpenAPI', code: 'oa' } } });
+      const created = await env.request('POST', '/api/v1/languages', {
+        token,
+        body: { language: { id: 'oa', name: 'OpenAPI', code: 'oa' } },
+      });
       expect(created.status).toBe(200);
     });
 
@@ -170,24 +181,76 @@ describe('when the API description is fetched', () => {
     });
 
     const errorCases: Array<[string, () => Promise<{ status: number; body: unknown }>, number, ZodTypeAny]> = [
-      ['a missing field', () => env.request('POST', '/api/v1/languages/oa/products', { token, body: { product: { id: 'X' } } }), 400, missingParametersErrorSchema],
-      ['an unknown field', () => env.request('POST', '/api/v1/languages/oa/products', { token, body: { product: { id: 'X', name: 'X', colour: 'red' } } }), 400, unknownParametersErrorSchema],
-      ['an invalid field', () => env.request('POST', '/api/v1/languages/oa/products', { token, body: { product: { id: 'X', name: 'X', price: 'cheap' } } }), 400, invalidParametersErrorSchema],
-      ['malformed JSON', () => env.request('POST', '/api/v1/languages/oa/products', { token, raw: '{"product":', headers: { 'content-type': 'application/json' } }), 400, messageErrorSchema],
-      ['no token', () => env.request('POST', '/api/v1/languages/oa/products', { body: { product: { id: 'X', name: 'X' } } }), 401, plainErrorSchema],
-      ['an unknown language', () => env.request('POST', '/api/v1/languages/zz/products', { token, body: { product: { id: 'X', name: 'X' } } }), 404, messageErrorSchema],
+      [
+        'a missing field',
+        () => env.request('POST', '/api/v1/languages/oa/products', { token, body: { product: { id: 'X' } } }),
+        400,
+        missingParametersErrorSchema,
+      ],
+      [
+        'an unknown field',
+        () => env.request('POST', '/api/v1/languages/oa/products', { token, body: { product: { id: 'X', name: 'X', colour: 'red' } } }),
+        400,
+        unknownParametersErrorSchema,
+      ],
+      [
+        'an invalid field',
+        () => env.request('POST', '/api/v1/languages/oa/products', { token, body: { product: { id: 'X', name: 'X', price: 'cheap' } } }),
+        400,
+        invalidParametersErrorSchema,
+      ],
+      [
+        'malformed JSON',
+        () =>
+          env.request('POST', '/api/v1/languages/oa/products', {
+            token,
+            raw: '{"product":',
+            headers: { 'content-type': 'application/json' },
+          }),
+        400,
+        messageErrorSchema,
+      ],
+      [
+        'no token',
+        () => env.request('POST', '/api/v1/languages/oa/products', { body: { product: { id: 'X', name: 'X' } } }),
+        401,
+        plainErrorSchema,
+      ],
+      [
+        'an unknown language',
+        () => env.request('POST', '/api/v1/languages/zz/products', { token, body: { product: { id: 'X', name: 'X' } } }),
+        404,
+        messageErrorSchema,
+      ],
       ['an unknown record', () => env.request('DELETE', '/api/v1/languages/oa/products/nope', { token }), 404, plainErrorSchema],
-      ['a body over 1 MiB', () => env.request('POST', '/api/v1/languages/oa/products', { token, body: { product: { id: 'X', name: 'x'.repeat(1_100_000) } } }), 413, messageErrorSchema],
-      ['a body that is not JSON', () => env.request('POST', '/api/v1/languages/oa/products', { token, raw: 'id=1', headers: { 'content-type': 'text/plain' } }), 415, messageErrorSchema],
+      [
+        'a body over 1 MiB',
+        () => env.request('POST', '/api/v1/languages/oa/products', { token, body: { product: { id: 'X', name: 'x'.repeat(1_100_000) } } }),
+        413,
+        messageErrorSchema,
+      ],
+      [
+        'a body that is not JSON',
+        () => env.request('POST', '/api/v1/languages/oa/products', { token, raw: 'id=1', headers: { 'content-type': 'text/plain' } }),
+        415,
+        messageErrorSchema,
+      ],
       ['admin without credentials', () => env.request('GET', '/admin/api/sync-status'), 401, plainErrorSchema],
-      ['a bad audit limit', () => env.request('GET', '/admin/api/audit?limit=0', { headers: env.adminHeaders }), 400, invalidParametersErrorSchema],
+      [
+        'a bad audit limit',
+        () => env.request('GET', '/admin/api/audit?limit=0', { headers: env.adminHeaders }),
+        400,
+        invalidParametersErrorSchema,
+      ],
       ['sync-status', () => env.request('GET', '/admin/api/sync-status', { headers: env.adminHeaders }), 200, syncStatusSchema.strict()],
       ['the audit log', () => env.request('GET', '/admin/api/audit', { headers: env.adminHeaders }), 200, auditPageSchema.strict()],
       [
         'a token request',
         async () => {
           const client = await env.newClient();
-          return env.request('POST', '/oauth/token', { body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret } });
+          return env.request('POST', '/oauth/token', {
+            body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
+          });
         },
         200,
         tokenResponseSchema.strict(),
@@ -231,8 +294,11 @@ describe('when /docs is opened', () => {
     expect(init.text).toContain("url: '/openapi.json'");
   });
 
-  it.each(['/docs/package.json', '/docs/..%2Fpackage.json', '/docs/index.html'])('should serve nothing else from node_modules (%s)', async (path) => {
-    const response = await env.request('GET', path);
-    expect(response.status).toBe(404);
-  });
+  it.each(['/docs/package.json', '/docs/..%2Fpackage.json', '/docs/index.html'])(
+    'should serve nothing else from node_modules (%s)',
+    async (path) => {
+      const response = await env.request('GET', path);
+      expect(response.status).toBe(404);
+    },
+  );
 });

@@ -53,7 +53,9 @@ describe('when two worker processes run against one queue', () => {
     const token = await env.token();
     const languages = ['l1', 'l2', 'l3', 'l4', 'l5', 'l6'];
     for (const id of languages) {
-      expect((await env.request('POST', '/api/v1/languages', { token, body: { language: { id, name: id, code: 'xx' } } })).status).toBe(200);
+      expect((await env.request('POST', '/api/v1/languages', { token, body: { language: { id, name: id, code: 'xx' } } })).status).toBe(
+        200,
+      );
     }
     const ids = Array.from({ length: 40 }, (_, index) => `P${index}`);
     await Promise.all(languages.map((languageId) => writeProducts(env!, token, languageId, ids)));
@@ -82,7 +84,9 @@ describe('when Redis restarts empty under a running worker process', () => {
     const worker = await spawnReadyWorker(env.config);
     children.push(worker.child);
     const token = await env.token();
-    expect((await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'rr', name: 'Restart', code: 'rr' } } })).status).toBe(200);
+    expect(
+      (await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'rr', name: 'Restart', code: 'rr' } } })).status,
+    ).toBe(200);
 
     await writeProducts(env, token, 'rr', ['A1', 'A2', 'A3']);
     await env.drain(30_000);

@@ -8,7 +8,7 @@ import { createDatabase, type Database } from '../platform/db.js';
 import { migrate } from '../platform/migrator.js';
 import { outboxCounts } from '../sync/status.repository.js';
 import { exitWithin, spawnApi, spawnReadyWorker } from './support/api-process.js';
-import { dropDatabase, httpRequest, startEnvironment, testConfig, uniqueName, type TestEnvironment } from './support/harness.js';
+import { dropDatabase, httpRequest, startEnvironment, type TestEnvironment, testConfig, uniqueName } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
 import { spawnWorker, stopProcess } from './support/processes.js';
 
@@ -30,7 +30,11 @@ async function token(baseUrl: string, db: Database): Promise<string> {
 }
 
 async function waitUntilDrained(db: Database, timeoutMs = 60_000): Promise<void> {
-  const counts = await pollUntil(() => outboxCounts(db), (current) => current.pending === 0, { timeoutMs, intervalMs: 50 });
+  const counts = await pollUntil(
+    () => outboxCounts(db),
+    (current) => current.pending === 0,
+    { timeoutMs, intervalMs: 50 },
+  );
   expect(counts).toEqual({ pending: 0, failed: 0 });
 }
 
@@ -66,7 +70,10 @@ describe('when the API process gets SIGTERM during a stream of writes', () => {
     children.push(firstWorker);
 
     const bearer = await token(api.baseUrl, db);
-    const language = await httpRequest(api.baseUrl, 'POST', '/api/v1/languages', { token: bearer, body: { language: { id: 'sd', name: 'Shutdown', code: 'sd' } } });
+    const language = await httpRequest(api.baseUrl, 'POST', '/api/v1/languages', {
+      token: bearer,
+      body: { language: { id: 'sd', name: 'Shutdown', code: 'sd' } },
+    });
     expect(language.status).toBe(200);
 
     const acknowledged: string[] = [];
@@ -88,7 +95,11 @@ describe('when the API process gets SIGTERM during a stream of writes', () => {
       }
     };
     const lanes = Array.from({ length: 6 }, (_, laneId) => lane(laneId));
-    await pollUntil(async () => acknowledged.length, (count) => count >= 150, { timeoutMs: 30_000 });
+    await pollUntil(
+      async () => acknowledged.length,
+      (count) => count >= 150,
+      { timeoutMs: 30_000 },
+    );
 
     api.child.kill('SIGTERM');
     const exit = await exitWithin(api.child, 30_000);
@@ -118,16 +129,27 @@ describe('when a worker process gets SIGTERM while it works', () => {
     const env: TestEnvironment = await startEnvironment({ worker: false });
     cleanups.push(() => env.close());
     const bearer = await env.token();
-    expect((await env.request('POST', '/api/v1/languages', { token: bearer, body: { language: { id: 'wk', name: 'Work', code: 'wk' } } })).status).toBe(200);
+    expect(
+      (await env.request('POST', '/api/v1/languages', { token: bearer, body: { language: { id: 'wk', name: 'Work', code: 'wk' } } }))
+        .status,
+    ).toBe(200);
 
     // A bulk file is processed in slices of up to 2 s: long enough to be caught in the middle.
     const LINES = 60_000;
-    const file = Array.from({ length: LINES }, (_, index) => JSON.stringify({ product: { id: `B${index}`, name: `Bulk ${index}` } })).join('\n');
-    const upload = await env.request('POST', '/api/v1/languages/wk/bulk', { token: bearer, raw: file, headers: { 'content-type': 'application/x-ndjson' } });
+    const file = Array.from({ length: LINES }, (_, index) => JSON.stringify({ product: { id: `B${index}`, name: `Bulk ${index}` } })).join(
+      '\n',
+    );
+    const upload = await env.request('POST', '/api/v1/languages/wk/bulk', {
+      token: bearer,
+      raw: file,
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
     expect(upload.status).toBe(202);
     const jobId = upload.body.bulk_job.id as string;
     const progress = () =>
-      env.db.one(sql.type(z.object({ next_line: z.number(), status: z.string() }))`SELECT next_line, status FROM bulk_jobs WHERE id = ${jobId}`);
+      env.db.one(
+        sql.type(z.object({ next_line: z.number(), status: z.string() }))`SELECT next_line, status FROM bulk_jobs WHERE id = ${jobId}`,
+      );
 
     const ready = await spawnReadyWorker(env.config);
     const worker = ready.child;

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEnvironment, uniqueName, type TestEnvironment } from './support/harness.js';
+import { startEnvironment, type TestEnvironment, uniqueName } from './support/harness.js';
 import { field, liveIds, liveRecord, type RecordKindName } from './support/state.js';
 
 /**
@@ -198,8 +198,18 @@ const CASES: KindCase[] = [
       ['shopping_cart_id 1.5', { shopping_cart_id: 1.5 }, 'invalid_parameters', ['shopping_cart_id']],
       ['a product without id', { products: [{ id: 9, quantity: 1 }, { quantity: 1 }] }, 'missing_parameters', ['products[1].id']],
       ['a product with quantity 1.5', { products: [{ id: 9, quantity: 1.5 }] }, 'invalid_parameters', ['products[0].quantity']],
-      ['a product with an id of 256 characters', { products: [{ id: 'x'.repeat(256), quantity: 1 }] }, 'invalid_parameters', ['products[0].id']],
-      ['a product with an unknown field', { products: [{ id: 9, quantity: 1, colour: 'red' }] }, 'unknown_parameters', ['products[0].colour']],
+      [
+        'a product with an id of 256 characters',
+        { products: [{ id: 'x'.repeat(256), quantity: 1 }] },
+        'invalid_parameters',
+        ['products[0].id'],
+      ],
+      [
+        'a product with an unknown field',
+        { products: [{ id: 9, quantity: 1, colour: 'red' }] },
+        'unknown_parameters',
+        ['products[0].colour'],
+      ],
       ['products not an array', { products: 'p1' }, 'invalid_parameters', ['products']],
       ['a missing products', { products: undefined }, 'missing_parameters', ['products']],
     ],
@@ -334,7 +344,10 @@ describe.each(CASES)('when a $kind is written through v1', (c) => {
 
       const kept = await save(c.minimal('201'));
       expect(kept.status).toBe(200);
-      expect(kept.body).toEqual({ [c.kind]: full(c, '201', { [optionalName]: optionalEcho }), message: `${c.resource} successfully saved` });
+      expect(kept.body).toEqual({
+        [c.kind]: full(c, '201', { [optionalName]: optionalEcho }),
+        message: `${c.resource} successfully saved`,
+      });
       expect(field(await liveRecord(env, lang, c.kind, '201', account), optionalName)).toEqual(optionalEcho);
 
       const cleared = await save({ ...c.minimal('201'), [optionalName]: null });
@@ -379,7 +392,12 @@ describe.each(CASES)('when a $kind is written through v1', (c) => {
       ['id null', { [c.kind]: { ...valid, id: null } }, 'missing_parameters', ['id']],
       [`a missing ${c.required}`, { [c.kind]: omit(valid, c.required) }, 'missing_parameters', [c.required]],
       [`${c.required} null`, { [c.kind]: { ...valid, [c.required]: null } }, 'missing_parameters', [c.required]],
-      [`a missing ${c.required} and an unknown field`, { [c.kind]: { ...omit(valid, c.required), extra: 1 } }, 'missing_parameters', [c.required]],
+      [
+        `a missing ${c.required} and an unknown field`,
+        { [c.kind]: { ...omit(valid, c.required), extra: 1 } },
+        'missing_parameters',
+        [c.required],
+      ],
       ['an unknown field', { [c.kind]: { ...valid, extra: 1 } }, 'unknown_parameters', ['extra']],
       ['an unknown field and a bad type', { [c.kind]: { ...valid, id: 1.5, extra: 1 } }, 'unknown_parameters', ['extra']],
       ['id 1.5', { [c.kind]: { ...valid, id: 1.5 } }, 'invalid_parameters', ['id']],
@@ -387,7 +405,9 @@ describe.each(CASES)('when a $kind is written through v1', (c) => {
       ['id ""', { [c.kind]: { ...valid, id: '' } }, 'invalid_parameters', ['id']],
       ['id true', { [c.kind]: { ...valid, id: true } }, 'invalid_parameters', ['id']],
       ['id an object', { [c.kind]: { ...valid, id: { id: 1 } } }, 'invalid_parameters', ['id']],
-      ...c.invalid.map(([description, patch, errorClass, names]): Invalid => [description, { [c.kind]: { ...valid, ...patch } }, errorClass, names]),
+      ...c.invalid.map(
+        ([description, patch, errorClass, names]): Invalid => [description, { [c.kind]: { ...valid, ...patch } }, errorClass, names],
+      ),
     ];
 
     const check = async (_description: string, body: Body, errorClass: ErrorClass, names: string[]) => {

@@ -1,19 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEnvironment, uniqueName, type TestEnvironment } from './support/harness.js';
+import { startEnvironment, type TestEnvironment, uniqueName } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
-import { SEGMENT } from './support/v2-client.js';
 import {
   auditOf,
+  type LinkRel,
   langKeyOf,
   linkCount,
   linksOf,
   liveIds,
   liveRecord,
-  recordCount,
-  type LinkRel,
   type RecordKindName,
+  recordCount,
   type StoredRow,
 } from './support/state.js';
+import { SEGMENT } from './support/v2-client.js';
 
 /**
  * SPEC v1 upsert and delete rules and CONTRACT 5-6: every row sends its
@@ -38,7 +38,11 @@ const del =
   (kind: RecordKindName, id: string): Step =>
   (lang) => ({ method: 'DELETE', path: `/api/v1/languages/${lang}/${SEGMENT[kind]}/${id}` });
 const deleteLanguage: Step = (lang) => ({ method: 'DELETE', path: `/api/v1/languages/${lang}` });
-const createLanguage: Step = (lang) => ({ method: 'POST', path: '/api/v1/languages/', body: { language: { id: lang, name: lang, code: 'xx' } } });
+const createLanguage: Step = (lang) => ({
+  method: 'POST',
+  path: '/api/v1/languages/',
+  body: { language: { id: lang, name: lang, code: 'xx' } },
+});
 
 /** The stored state of the row's language, once drained. */
 interface View {
@@ -379,7 +383,11 @@ const ROWS: Row[] = [
       expect(await s.links('product_category')).toEqual([]);
       expect(await s.links('relevant')).toEqual([]);
 
-      const left = await pollUntil(() => recordCount(env, s.langKeyBefore), (count) => count === 0, { timeoutMs: 10_000, intervalMs: 100 });
+      const left = await pollUntil(
+        () => recordCount(env, s.langKeyBefore),
+        (count) => count === 0,
+        { timeoutMs: 10_000, intervalMs: 100 },
+      );
       expect(left).toBe(0);
       expect(await linkCount(env, s.langKeyBefore)).toBe(0);
     },
@@ -437,7 +445,11 @@ describe('when a write is audited', () => {
   let auditToken: string;
   const product = { id: 'p1', name: 'Audited', category_ids: ['c1', 'c2'] };
   const write = (requestId: string) =>
-    env.request('POST', `/api/v1/languages/${lang}/products`, { token: auditToken, body: { product }, headers: { 'X-Request-Id': requestId } });
+    env.request('POST', `/api/v1/languages/${lang}/products`, {
+      token: auditToken,
+      body: { product },
+      headers: { 'X-Request-Id': requestId },
+    });
   /** The audit entries of the language's records (the language's own entry left out). */
   const recordAudit = async () => (await auditOf(env, lang, { account: auditAccount })).filter((entry) => entry.kind !== 'language');
   let auditAccount: string;
@@ -451,7 +463,10 @@ describe('when a write is audited', () => {
     });
     expect(issued.status).toBe(200);
     auditToken = issued.body.access_token;
-    const created = await env.request('POST', '/api/v1/languages/', { token: auditToken, body: { language: { id: lang, name: 'Audited', code: 'au' } } });
+    const created = await env.request('POST', '/api/v1/languages/', {
+      token: auditToken,
+      body: { language: { id: lang, name: 'Audited', code: 'au' } },
+    });
     expect(created.status).toBe(200);
   });
 
@@ -475,7 +490,10 @@ describe('when a write is audited', () => {
     for (const link of links) {
       expect(link).toMatchObject({ kind: 'product', record_id: 'p1', actor: 'system', request_id: 'audit-create-1' });
     }
-    expect(links.map((link) => JSON.stringify(link.changes)).sort()).toEqual([expect.stringContaining('c1'), expect.stringContaining('c2')]);
+    expect(links.map((link) => JSON.stringify(link.changes)).sort()).toEqual([
+      expect.stringContaining('c1'),
+      expect.stringContaining('c2'),
+    ]);
     expect(entries.map((entry) => entry.action).sort()).toEqual(['create', 'link', 'link', 'stub', 'stub']);
   });
 
@@ -488,7 +506,9 @@ describe('when a write is audited', () => {
     await env.drain();
 
     const added = (await recordAudit()).filter((entry) => Number(entry.seq) > lastSeq);
-    expect(added).toEqual([expect.objectContaining({ kind: 'product', record_id: 'p1', action: 'update', actor: clientId, request_id: 'audit-update-1' })]);
+    expect(added).toEqual([
+      expect.objectContaining({ kind: 'product', record_id: 'p1', action: 'update', actor: clientId, request_id: 'audit-update-1' }),
+    ]);
     expect(await linksOf(env, lang, 'product_category', auditAccount)).toEqual([
       ['p1', 'c1'],
       ['p1', 'c2'],

@@ -87,10 +87,20 @@ describe('when a category is PUT through v2', () => {
     ['neither id nor name', { category: {} }, 'missing_parameters', ['id', 'name']],
     ['a null name', { category: { id: 'x', name: null } }, 'missing_parameters', ['name']],
     ['an unknown field', { category: { id: 'x', name: 'n', colour: 1 } }, 'unknown_parameters', ['colour']],
-    ['an integer parent_category_id', { category: { id: 'x', name: 'n', parent_category_id: 3 } }, 'invalid_parameters', ['parent_category_id']],
+    [
+      'an integer parent_category_id',
+      { category: { id: 'x', name: 'n', parent_category_id: 3 } },
+      'invalid_parameters',
+      ['parent_category_id'],
+    ],
     ['an empty name', { category: { id: 'x', name: '' } }, 'invalid_parameters', ['name']],
     ['a bad url', { category: { id: 'x', name: 'n', url: 'nope' } }, 'invalid_parameters', ['url']],
-    ['custom_attributes that are not an array', { category: { id: 'x', name: 'n', custom_attributes: {} } }, 'invalid_parameters', ['custom_attributes']],
+    [
+      'custom_attributes that are not an array',
+      { category: { id: 'x', name: 'n', custom_attributes: {} } },
+      'invalid_parameters',
+      ['custom_attributes'],
+    ],
   ])('should answer 400 for %s', async (_label, body, errorClass, names) => {
     const response = await shop.request('PUT', `/api/v2/languages/${shop.lang}/categories`, body);
     expect(response.status).toBe(400);

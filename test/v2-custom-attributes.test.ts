@@ -17,15 +17,42 @@ afterAll(async () => {
 
 describe('when valid custom attributes are sent', () => {
   it.each([
-    [{ name: 'material', string_value: 'oak' }, { name: 'material', string_value: 'oak' }],
-    [{ name: 'empty text', string_value: '' }, { name: 'empty text', string_value: '' }],
-    [{ name: 'legs', integer_value: 4 }, { name: 'legs', integer_value: 4 }],
-    [{ name: 'negative', integer_value: -12 }, { name: 'negative', integer_value: -12 }],
-    [{ name: 'stackable', boolean_value: false }, { name: 'stackable', boolean_value: false }],
-    [{ name: 'since', date_value: '2024-02-29' }, { name: 'since', date_value: '2024-02-29' }],
-    [{ name: 'at', datetime_value: '2024-05-01T12:30:00Z' }, { name: 'at', datetime_value: '2024-05-01T12:30:00.000Z' }],
-    [{ name: 'zoned', datetime_value: '2024-05-01T12:30:00+02:00' }, { name: 'zoned', datetime_value: '2024-05-01T10:30:00.000Z' }],
-    [{ name: 'other nulls', string_value: 'x', integer_value: null }, { name: 'other nulls', string_value: 'x' }],
+    [
+      { name: 'material', string_value: 'oak' },
+      { name: 'material', string_value: 'oak' },
+    ],
+    [
+      { name: 'empty text', string_value: '' },
+      { name: 'empty text', string_value: '' },
+    ],
+    [
+      { name: 'legs', integer_value: 4 },
+      { name: 'legs', integer_value: 4 },
+    ],
+    [
+      { name: 'negative', integer_value: -12 },
+      { name: 'negative', integer_value: -12 },
+    ],
+    [
+      { name: 'stackable', boolean_value: false },
+      { name: 'stackable', boolean_value: false },
+    ],
+    [
+      { name: 'since', date_value: '2024-02-29' },
+      { name: 'since', date_value: '2024-02-29' },
+    ],
+    [
+      { name: 'at', datetime_value: '2024-05-01T12:30:00Z' },
+      { name: 'at', datetime_value: '2024-05-01T12:30:00.000Z' },
+    ],
+    [
+      { name: 'zoned', datetime_value: '2024-05-01T12:30:00+02:00' },
+      { name: 'zoned', datetime_value: '2024-05-01T10:30:00.000Z' },
+    ],
+    [
+      { name: 'other nulls', string_value: 'x', integer_value: null },
+      { name: 'other nulls', string_value: 'x' },
+    ],
   ])('should store %j and show it as %j', async (attribute, shown) => {
     const saved = await shop.save('product', { id: 'ok', custom_attributes: [attribute] });
     expect(saved['custom_attributes']).toEqual([shown]);
@@ -42,15 +69,53 @@ describe('when invalid custom attributes are sent', () => {
     ['an integer_value as a string', [{ name: 'a', integer_value: '1' }], 'invalid_parameters', ['custom_attributes[0].integer_value']],
     ['a boolean_value as a string', [{ name: 'a', boolean_value: 'true' }], 'invalid_parameters', ['custom_attributes[0].boolean_value']],
     ['a string_value that is a number', [{ name: 'a', string_value: 3 }], 'invalid_parameters', ['custom_attributes[0].string_value']],
-    ['a date_value that is not a day', [{ name: 'a', date_value: '2023-02-29' }], 'invalid_parameters', ['custom_attributes[0].date_value']],
+    [
+      'a date_value that is not a day',
+      [{ name: 'a', date_value: '2023-02-29' }],
+      'invalid_parameters',
+      ['custom_attributes[0].date_value'],
+    ],
     ['a date_value of April 31', [{ name: 'a', date_value: '2024-04-31' }], 'invalid_parameters', ['custom_attributes[0].date_value']],
-    ['a date_value without zero padding', [{ name: 'a', date_value: '2024-1-5' }], 'invalid_parameters', ['custom_attributes[0].date_value']],
-    ['a date_value with a time', [{ name: 'a', date_value: '2024-01-05T00:00:00Z' }], 'invalid_parameters', ['custom_attributes[0].date_value']],
-    ['a datetime_value without a time', [{ name: 'a', datetime_value: '2024-01-05' }], 'invalid_parameters', ['custom_attributes[0].datetime_value']],
-    ['a datetime_value on February 30', [{ name: 'a', datetime_value: '2024-02-30T10:00:00Z' }], 'invalid_parameters', ['custom_attributes[0].datetime_value']],
-    ['a datetime_value that is text', [{ name: 'a', datetime_value: 'noon' }], 'invalid_parameters', ['custom_attributes[0].datetime_value']],
+    [
+      'a date_value without zero padding',
+      [{ name: 'a', date_value: '2024-1-5' }],
+      'invalid_parameters',
+      ['custom_attributes[0].date_value'],
+    ],
+    [
+      'a date_value with a time',
+      [{ name: 'a', date_value: '2024-01-05T00:00:00Z' }],
+      'invalid_parameters',
+      ['custom_attributes[0].date_value'],
+    ],
+    [
+      'a datetime_value without a time',
+      [{ name: 'a', datetime_value: '2024-01-05' }],
+      'invalid_parameters',
+      ['custom_attributes[0].datetime_value'],
+    ],
+    [
+      'a datetime_value on February 30',
+      [{ name: 'a', datetime_value: '2024-02-30T10:00:00Z' }],
+      'invalid_parameters',
+      ['custom_attributes[0].datetime_value'],
+    ],
+    [
+      'a datetime_value that is text',
+      [{ name: 'a', datetime_value: 'noon' }],
+      'invalid_parameters',
+      ['custom_attributes[0].datetime_value'],
+    ],
     ['an empty name', [{ name: '', string_value: 'x' }], 'invalid_parameters', ['custom_attributes[0].name']],
-    ['a duplicate name', [{ name: 'a', string_value: 'x' }, { name: 'a', integer_value: 1 }], 'invalid_parameters', ['custom_attributes[1].name']],
+    [
+      'a duplicate name',
+      [
+        { name: 'a', string_value: 'x' },
+        { name: 'a', integer_value: 1 },
+      ],
+      'invalid_parameters',
+      ['custom_attributes[1].name'],
+    ],
     ['an element that is not an object', ['a'], 'invalid_parameters', ['custom_attributes[0]']],
     ['an object instead of an array', { name: 'a', string_value: 'x' }, 'invalid_parameters', ['custom_attributes']],
     ['no name', [{ string_value: 'x' }], 'missing_parameters', ['custom_attributes[0].name']],
@@ -66,7 +131,13 @@ describe('when invalid custom attributes are sent', () => {
 
 describe('when custom attributes are written again', () => {
   it('should replace the whole array when the write sends it', async () => {
-    await shop.save('product', { id: 'r', custom_attributes: [{ name: 'a', string_value: 'x' }, { name: 'b', integer_value: 2 }] });
+    await shop.save('product', {
+      id: 'r',
+      custom_attributes: [
+        { name: 'a', string_value: 'x' },
+        { name: 'b', integer_value: 2 },
+      ],
+    });
     const saved = await shop.save('product', { id: 'r', custom_attributes: [{ name: 'c', boolean_value: true }] });
     expect(saved['custom_attributes']).toEqual([{ name: 'c', boolean_value: true }]);
   });

@@ -205,7 +205,8 @@ describe('when any v2 list is asked for a page', () => {
     '/categories/c/products',
     '',
   ];
-  const url = (list: string, query: string) => (list === '' ? `/api/v2/languages?${query}` : `/api/v2/languages/${shop.lang}${list}?${query}`);
+  const url = (list: string, query: string) =>
+    list === '' ? `/api/v2/languages?${query}` : `/api/v2/languages/${shop.lang}${list}?${query}`;
 
   it.each(LISTS)('should answer %j with data and meta, and refuse bad pagination', async (list) => {
     const page = await shop.request('GET', url(list, 'page=1&per_page=1'));

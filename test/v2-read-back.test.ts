@@ -4,7 +4,7 @@ import type { AnyZodObject } from 'zod';
 import { page, recordSchema, summaries } from '../api/openapi/v2.openapi.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { langKeyOf } from './support/state.js';
-import { at, ids, openShop, SEGMENT, type KindName, type Shop } from './support/v2-client.js';
+import { at, ids, type KindName, openShop, SEGMENT, type Shop } from './support/v2-client.js';
 
 /** CONTRACT 8 read-back: GET list and GET one of every kind, in the v1 field tables' shapes. */
 
@@ -35,7 +35,16 @@ beforeAll(async () => {
     created_at: at(3),
     updated_at: at(4),
   });
-  await shop.v1('review', { id: 'r1', product_id: 'p1', profile_id: 'u1', name: 'Nice', score: 5, visible: true, created_at: at(5), updated_at: at(6) });
+  await shop.v1('review', {
+    id: 'r1',
+    product_id: 'p1',
+    profile_id: 'u1',
+    name: 'Nice',
+    score: 5,
+    visible: true,
+    created_at: at(5),
+    updated_at: at(6),
+  });
   await shop.v1('profile', {
     id: 'u1',
     email: 'u1@example.test',
@@ -76,7 +85,15 @@ afterAll(async () => {
 });
 
 const EXPECTED: Record<Exclude<KindName, 'product' | 'category'>, Record<string, unknown>> = {
-  brand: { id: 'b1', name: 'Acme', url: 'https://acme.test', content: 'About', product_ids: ['p1', 'p2'], created_at: at(1), updated_at: expect.any(String) },
+  brand: {
+    id: 'b1',
+    name: 'Acme',
+    url: 'https://acme.test',
+    content: 'About',
+    product_ids: ['p1', 'p2'],
+    created_at: at(1),
+    updated_at: expect.any(String),
+  },
   variant: {
     id: 'v1',
     product_id: 'p1',
@@ -231,7 +248,9 @@ describe('when v2 answers are checked against the API description', () => {
       ['/products/doc-p/categories', summaries.category],
       ['/categories/doc-c/products', summaries.product],
     ] as const) {
-      const parsed = page(strict(item)).strict().safeParse((await shop.get(path)).body);
+      const parsed = page(strict(item))
+        .strict()
+        .safeParse((await shop.get(path)).body);
       expect(parsed.success, `${path} ${JSON.stringify(parsed.error?.issues)}`).toBe(true);
     }
   });

@@ -1,13 +1,13 @@
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { type Job, UnrecoverableError, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { Config } from '../platform/config.js';
 import { createDatabase } from '../platform/db.js';
 import { createLogger, type Logger } from '../platform/logger.js';
-import { createQueues, QUEUES, settleConnections, type JobName, type QueueKey } from '../platform/queue.js';
-import { OutboxNotifier } from '../sync/outbox.notifier.js';
-import { createRedis } from '../platform/redis.js';
-import type { Redis } from 'ioredis';
 import { createJobMetrics, createMetricsRegistry, registerPoolMetrics, serveMetrics, slonikPoolUsage } from '../platform/metrics.js';
+import { createQueues, type JobName, QUEUES, type QueueKey, settleConnections } from '../platform/queue.js';
+import { createRedis } from '../platform/redis.js';
 import { runWithRequestContext } from '../platform/request-context.js';
+import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { Sweeper } from '../sync/sweeper.js';
 import { assertRegistryComplete, processors } from './processors/index.js';
 import type { Processor, ProcessorContext } from './processors/processor.js';
@@ -85,7 +85,10 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
       concurrency: Math.min(config.WORKER_CONCURRENCY, queueConcurrency(key)),
     });
     worker.on('failed', (job, error) =>
-      logger.warn({ job: job?.name, job_id: job?.id, request_id: job?.data?.requestId, attempts: job?.attemptsMade, err: error.message }, 'job failed'),
+      logger.warn(
+        { job: job?.name, job_id: job?.id, request_id: job?.data?.requestId, attempts: job?.attemptsMade, err: error.message },
+        'job failed',
+      ),
     );
     worker.on('error', (error) => logger.warn({ err: error.message }, 'worker error'));
     return worker;
@@ -106,7 +109,9 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
         await sweeper.stop();
         await settleConnections([...workers, ...Object.values(queues)]);
         await closeWithin(
-          Promise.all(workers.map((worker) => worker.close())).catch((error: Error) => logger.warn({ err: error.message }, 'closing a worker failed')),
+          Promise.all(workers.map((worker) => worker.close())).catch((error: Error) =>
+            logger.warn({ err: error.message }, 'closing a worker failed'),
+          ),
           CLOSE_TIMEOUT_MS,
           async () => {
             logger.warn({ timeout_ms: CLOSE_TIMEOUT_MS }, 'active jobs did not finish in time; leaving them to another worker');

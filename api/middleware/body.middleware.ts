@@ -48,7 +48,10 @@ export function bodyMiddleware(options: BodyOptions = {}) {
   return async (ctx: AppContext, next: Next) => {
     const hasBody = ctx.request.length > 0 || ctx.get('transfer-encoding') !== '';
     if (hasBody && !ctx.is(...accepted)) {
-      throw onError('unsupported', `Unsupported content type: send ${options.form ? 'application/json or application/x-www-form-urlencoded' : 'application/json'}`);
+      throw onError(
+        'unsupported',
+        `Unsupported content type: send ${options.form ? 'application/json or application/x-www-form-urlencoded' : 'application/json'}`,
+      );
     }
     if (!hasBody) {
       ctx.request.body = undefined;

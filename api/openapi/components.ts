@@ -17,15 +17,24 @@ export const messageErrorSchema = z
   .openapi('MessageError', { description: 'An error with a message, e.g. malformed JSON, an unknown language, 413, 415' });
 
 export const missingParametersErrorSchema = z
-  .object({ error: z.object({ message: z.string(), missing_parameters: parameterList('Paths of the required fields that are missing, e.g. `name`, `products[0].id`') }) })
+  .object({
+    error: z.object({
+      message: z.string(),
+      missing_parameters: parameterList('Paths of the required fields that are missing, e.g. `name`, `products[0].id`'),
+    }),
+  })
   .openapi('MissingParametersError');
 
 export const unknownParametersErrorSchema = z
-  .object({ error: z.object({ message: z.string(), unknown_parameters: parameterList('Paths of the fields that are not part of the record') }) })
+  .object({
+    error: z.object({ message: z.string(), unknown_parameters: parameterList('Paths of the fields that are not part of the record') }),
+  })
   .openapi('UnknownParametersError');
 
 export const invalidParametersErrorSchema = z
-  .object({ error: z.object({ message: z.string(), invalid_parameters: parameterList('Paths of the fields with a wrong type or format') }) })
+  .object({
+    error: z.object({ message: z.string(), invalid_parameters: parameterList('Paths of the fields with a wrong type or format') }),
+  })
   .openapi('InvalidParametersError');
 
 export const plainErrorSchema = z
@@ -54,7 +63,10 @@ const header = (description: string) => ({ schema: { type: 'string' as const }, 
 
 /** Error responses by name; an operation lists the ones it can answer with `errors(...)`. */
 export const ERROR_RESPONSES = {
-  badRequest: { status: 400, response: { description: 'Missing, unknown or invalid parameters, or a malformed body', content: json(badRequestSchema) } },
+  badRequest: {
+    status: 400,
+    response: { description: 'Missing, unknown or invalid parameters, or a malformed body', content: json(badRequestSchema) },
+  },
   unauthorized: {
     status: 401,
     response: {
@@ -63,11 +75,20 @@ export const ERROR_RESPONSES = {
       content: json(plainErrorSchema),
     },
   },
-  languageNotFound: { status: 404, response: { description: 'The language does not exist for this account', content: json(messageErrorSchema) } },
-  recordNotFound: { status: 404, response: { description: 'The record does not exist, e.g. `{"error":"Product not found"}`', content: json(plainErrorSchema) } },
+  languageNotFound: {
+    status: 404,
+    response: { description: 'The language does not exist for this account', content: json(messageErrorSchema) },
+  },
+  recordNotFound: {
+    status: 404,
+    response: { description: 'The record does not exist, e.g. `{"error":"Product not found"}`', content: json(plainErrorSchema) },
+  },
   notFound: {
     status: 404,
-    response: { description: 'The language (`{"error":{"message":...}}`) or the record (`{"error":"... not found"}`) does not exist', content: json(z.union([messageErrorSchema, plainErrorSchema])) },
+    response: {
+      description: 'The language (`{"error":{"message":...}}`) or the record (`{"error":"... not found"}`) does not exist',
+      content: json(z.union([messageErrorSchema, plainErrorSchema])),
+    },
   },
   tooLarge: { status: 413, response: { description: 'The body is larger than 1 MiB', content: json(messageErrorSchema) } },
   unsupportedMediaType: { status: 415, response: { description: 'The body is not JSON', content: json(messageErrorSchema) } },
@@ -80,7 +101,10 @@ export const ERROR_RESPONSES = {
       content: json(plainErrorSchema),
     },
   },
-  adminDisabled: { status: 503, response: { description: 'ADMIN_PASSWORD is not set: the admin interface is disabled', content: json(plainErrorSchema) } },
+  adminDisabled: {
+    status: 503,
+    response: { description: 'ADMIN_PASSWORD is not set: the admin interface is disabled', content: json(plainErrorSchema) },
+  },
 } satisfies Record<string, { status: number; response: ResponseConfig }>;
 
 export type ErrorResponseName = keyof typeof ERROR_RESPONSES;
@@ -97,7 +121,14 @@ export function errors(...names: ErrorResponseName[]): Record<string, ResponseCo
 }
 
 /** The errors every bearer-protected JSON write can answer. */
-export const WRITE_ERRORS: ErrorResponseName[] = ['badRequest', 'unauthorized', 'languageNotFound', 'tooLarge', 'unsupportedMediaType', 'serverError'];
+export const WRITE_ERRORS: ErrorResponseName[] = [
+  'badRequest',
+  'unauthorized',
+  'languageNotFound',
+  'tooLarge',
+  'unsupportedMediaType',
+  'serverError',
+];
 
 type SecurityRequirement = Record<string, string[]>[];
 
@@ -131,7 +162,9 @@ export const toOpenApiPath = (routerPath: string): string => routerPath.replace(
 
 /** Path parameters of an OpenAPI path, as strings with a description each. */
 export function pathParams(descriptions: Record<string, string>) {
-  return z.object(Object.fromEntries(Object.entries(descriptions).map(([name, description]) => [name, z.string().openapi({ description })])));
+  return z.object(
+    Object.fromEntries(Object.entries(descriptions).map(([name, description]) => [name, z.string().openapi({ description })])),
+  );
 }
 
 /** A page of a list (CONTRACT 8): `{"data":[...],"meta":{"current_page","per_page","total"}}`. */

@@ -40,12 +40,19 @@ export function registerOAuthPaths(registry: OpenAPIRegistry): void {
     request: {
       body: {
         required: true,
-        content: { 'application/json': { schema: tokenRequestSchema }, 'application/x-www-form-urlencoded': { schema: tokenRequestSchema } },
+        content: {
+          'application/json': { schema: tokenRequestSchema },
+          'application/x-www-form-urlencoded': { schema: tokenRequestSchema },
+        },
       },
     },
     responses: {
       200: { description: 'A bearer token', headers: noStore, content: json(tokenResponseSchema) },
-      400: { description: '`invalid_request` (missing or malformed parameter or body) or `unsupported_grant_type`', headers: noStore, content: json(oauthErrorSchema) },
+      400: {
+        description: '`invalid_request` (missing or malformed parameter or body) or `unsupported_grant_type`',
+        headers: noStore,
+        content: json(oauthErrorSchema),
+      },
       401: {
         description: '`invalid_client`: unknown client, wrong secret or revoked client',
         headers: { ...noStore, 'WWW-Authenticate': { schema: { type: 'string' }, description: 'Only when HTTP Basic was used' } },

@@ -19,7 +19,9 @@ function responseView(schema: ZodTypeAny): ZodTypeAny {
   if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) return responseView(schema.unwrap()).nullable();
   if (schema instanceof z.ZodArray) return z.array(responseView(schema.element));
   if (schema instanceof z.ZodObject) {
-    return z.object(Object.fromEntries(Object.entries(schema.shape as Record<string, ZodTypeAny>).map(([name, field]) => [name, responseView(field)])));
+    return z.object(
+      Object.fromEntries(Object.entries(schema.shape as Record<string, ZodTypeAny>).map(([name, field]) => [name, responseView(field)])),
+    );
   }
   return schema;
 }
@@ -33,7 +35,8 @@ export function v1RecordResponseSchema(kind: RecordKind) {
   if (definition.timestamps.created) fields['created_at'] = z.string().openapi({ format: 'date-time' });
   if (definition.timestamps.updated) fields['updated_at'] = z.string().openapi({ format: 'date-time' });
   // List fields are shown only when the write sent them.
-  for (const list of definition.lists) fields[list.field] = z.array(z.string()).optional().openapi({ description: 'Only when the write sent it' });
+  for (const list of definition.lists)
+    fields[list.field] = z.array(z.string()).optional().openapi({ description: 'Only when the write sent it' });
   return z.object(fields).openapi(`${pascal(kind)}V1`);
 }
 
@@ -51,7 +54,9 @@ export const bulkJobSchema = z
     lines: z.number().int(),
     saved: z.number().int(),
     failed: z.number().int(),
-    errors: z.array(z.object({ line: z.number().int(), error: z.unknown() })).openapi({ description: 'The first 1,000 line errors; all of them at .../errors' }),
+    errors: z
+      .array(z.object({ line: z.number().int(), error: z.unknown() }))
+      .openapi({ description: 'The first 1,000 line errors; all of them at .../errors' }),
     created_at: z.string().openapi({ format: 'date-time' }),
     finished_at: z.string().nullable().openapi({ format: 'date-time' }),
   })
@@ -85,7 +90,10 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
     security,
     request: { params: languageParams },
     responses: {
-      200: { description: 'Deleted', content: json(saved('language', languageSchema.partial().required({ id: true }), 'Language', 'deleted')) },
+      200: {
+        description: 'Deleted',
+        content: json(saved('language', languageSchema.partial().required({ id: true }), 'Language', 'deleted')),
+      },
       ...errors('unauthorized', 'serverError'),
     },
   });
@@ -118,7 +126,10 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
     security,
     request: {
       params: languageParams,
-      body: { required: true, content: { 'application/x-ndjson': { schema: z.string().openapi({ description: 'One JSON object per line' }) } } },
+      body: {
+        required: true,
+        content: { 'application/x-ndjson': { schema: z.string().openapi({ description: 'One JSON object per line' }) } },
+      },
     },
     responses: {
       202: {
@@ -171,7 +182,10 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
         body: { required: true, content: json(envelope(kind, schema.openapi(`${pascal(kind)}V1Write`))) },
       },
       responses: {
-        200: { description: 'Saved; related stubs, links and cascades follow from the queue', content: json(saved(kind, record, resource, 'saved')) },
+        200: {
+          description: 'Saved; related stubs, links and cascades follow from the queue',
+          content: json(saved(kind, record, resource, 'saved')),
+        },
         ...errors(...WRITE_ERRORS),
       },
     });

@@ -90,9 +90,7 @@ export const summaries = {
     .openapi('ProfileSummary'),
 };
 
-const metaSchema = z
-  .object({ current_page: z.number().int(), per_page: z.number().int(), total: z.number().int() })
-  .openapi('PageMeta');
+const metaSchema = z.object({ current_page: z.number().int(), per_page: z.number().int(), total: z.number().int() }).openapi('PageMeta');
 
 export const page = (item: ZodTypeAny) => z.object({ data: z.array(item), meta: metaSchema });
 
@@ -123,7 +121,14 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
     security,
     request: { query: listQuery },
     responses: {
-      200: { description: 'A page of languages, by creation', content: json(page(z.object({ id: z.string(), name: z.string(), code: z.string(), active: z.boolean().nullable(), url: z.string().nullable() }))) },
+      200: {
+        description: 'A page of languages, by creation',
+        content: json(
+          page(
+            z.object({ id: z.string(), name: z.string(), code: z.string(), active: z.boolean().nullable(), url: z.string().nullable() }),
+          ),
+        ),
+      },
       ...errors('badRequest', 'unauthorized', 'serverError'),
     },
   });
@@ -136,7 +141,12 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
     security,
     request: { params: pathParams(language) },
     responses: {
-      200: { description: 'The language', content: json(z.object({ id: z.string(), name: z.string(), code: z.string(), active: z.boolean().nullable(), url: z.string().nullable() })) },
+      200: {
+        description: 'The language',
+        content: json(
+          z.object({ id: z.string(), name: z.string(), code: z.string(), active: z.boolean().nullable(), url: z.string().nullable() }),
+        ),
+      },
       ...errors('unauthorized', 'languageNotFound', 'serverError'),
     },
   });
@@ -173,9 +183,27 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
   }
 
   const subLists = [
-    ['products/{product_id}/variants', 'v2ListProductVariants', 'The variants of a product', summaries.variant, { product_id: 'The product id' }],
-    ['products/{product_id}/categories', 'v2ListProductCategories', 'The categories a product is assigned to', summaries.category, { product_id: 'The product id' }],
-    ['categories/{category_id}/products', 'v2ListCategoryProducts', 'The products assigned to a category', summaries.product, { category_id: 'The category id' }],
+    [
+      'products/{product_id}/variants',
+      'v2ListProductVariants',
+      'The variants of a product',
+      summaries.variant,
+      { product_id: 'The product id' },
+    ],
+    [
+      'products/{product_id}/categories',
+      'v2ListProductCategories',
+      'The categories a product is assigned to',
+      summaries.category,
+      { product_id: 'The product id' },
+    ],
+    [
+      'categories/{category_id}/products',
+      'v2ListCategoryProducts',
+      'The products assigned to a category',
+      summaries.product,
+      { category_id: 'The category id' },
+    ],
   ] as const;
   for (const [path, operationId, summary, item, params] of subLists) {
     registry.registerPath({
@@ -202,7 +230,10 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       tags,
       security,
       request: { params: pathParams({ ...language, product_id: 'The product id', category_id: 'The category id' }) },
-      responses: { 204: { description: 'Accepted; the link follows from the queue' }, ...errors('unauthorized', 'notFound', 'serverError') },
+      responses: {
+        204: { description: 'Accepted; the link follows from the queue' },
+        ...errors('unauthorized', 'notFound', 'serverError'),
+      },
     });
   }
 
@@ -230,7 +261,10 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       tags,
       security,
       request: { params: pathParams({ ...language, record_id: `The ${resource.toLowerCase()} id` }) },
-      responses: { 200: { description: `The ${resource.toLowerCase()}`, content: json(record) }, ...errors('unauthorized', 'notFound', 'serverError') },
+      responses: {
+        200: { description: `The ${resource.toLowerCase()}`, content: json(record) },
+        ...errors('unauthorized', 'notFound', 'serverError'),
+      },
     });
   }
 }

@@ -1,11 +1,11 @@
 import Router from '@koa/router';
 import type { Queue } from 'bullmq';
+import { parseOrThrow } from '../../catalogue/validation.js';
 import type { Config } from '../../platform/config.js';
 import type { Database } from '../../platform/db.js';
 import { HttpStatusError } from '../../platform/errors.js';
 import { AuditHorizonTimeoutError, listAuditEntries } from '../../sync/audit.repository.js';
 import { outboxCounts } from '../../sync/status.repository.js';
-import { parseOrThrow } from '../../catalogue/validation.js';
 import type { AppContext, AppState } from '../context.js';
 import { adminAuthMiddleware } from '../middleware/admin-auth.middleware.js';
 import { AUDIT_DEFAULT_LIMIT, auditQuerySchema } from '../schemas/admin.schema.js';
@@ -40,7 +40,8 @@ export function adminRouter({ config, db, queues }: AdminDependencies) {
       });
       ctx.body = { data: page.entries, next_after: page.nextAfter };
     } catch (error) {
-      if (error instanceof AuditHorizonTimeoutError) throw new HttpStatusError(503, 'The audit log is being written; retry shortly', { 'Retry-After': '1' });
+      if (error instanceof AuditHorizonTimeoutError)
+        throw new HttpStatusError(503, 'The audit log is being written; retry shortly', { 'Retry-After': '1' });
       throw error;
     }
   });

@@ -2,8 +2,8 @@ import { createReadStream } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import Router from '@koa/router';
-import { buildOpenApiDocument, type OpenApiDocument } from '../openapi.js';
 import type { AppContext, AppState } from '../context.js';
+import { buildOpenApiDocument, type OpenApiDocument } from '../openapi.js';
 
 const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 

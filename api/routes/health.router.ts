@@ -1,6 +1,6 @@
 import Router from '@koa/router';
-import { sql } from 'slonik';
 import type { Redis } from 'ioredis';
+import { sql } from 'slonik';
 import type { Database } from '../../platform/db.js';
 import type { AppContext, AppState } from '../context.js';
 
@@ -14,8 +14,14 @@ export function healthRouter(db: Database, redis: Redis) {
   });
   router.get('/readyz', async (ctx: AppContext) => {
     const [postgres, redisState] = await Promise.all([
-      withTimeout(db.oneFirst(sql.unsafe`SELECT 1`), 2_000).then(() => 'ok', () => 'unavailable'),
-      withTimeout(redis.ping(), 2_000).then(() => 'ok', () => 'unavailable'),
+      withTimeout(db.oneFirst(sql.unsafe`SELECT 1`), 2_000).then(
+        () => 'ok',
+        () => 'unavailable',
+      ),
+      withTimeout(redis.ping(), 2_000).then(
+        () => 'ok',
+        () => 'unavailable',
+      ),
     ]);
     const ready = postgres === 'ok' && redisState === 'ok';
     ctx.status = ready ? 200 : 503;

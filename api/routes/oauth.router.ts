@@ -1,6 +1,6 @@
 import Router from '@koa/router';
-import type { Database } from '../../platform/db.js';
 import { issueToken } from '../../auth/auth.service.js';
+import type { Database } from '../../platform/db.js';
 import { OAuthError } from '../../platform/errors.js';
 import type { AppContext, AppState } from '../context.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
+import { KINDS, RECORD_KINDS } from '../../catalogue/record-kinds.js';
 import type { Database } from '../../platform/db.js';
-import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 import {
   getLanguage,
   getRecord,
@@ -14,12 +14,12 @@ import {
   type ReadContext,
 } from '../../reads/read.service.js';
 import { changeAssignment, removeRecord, saveRecord, type WriteContext } from '../../records/record.service.js';
-import { KINDS, RECORD_KINDS } from '../../catalogue/record-kinds.js';
-import { principalOf, type AppContext, type AppState } from '../context.js';
-import { registerOpenApi } from '../openapi.js';
-import { registerV2Paths } from '../openapi/v2.openapi.js';
+import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
+import { type AppContext, type AppState, principalOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
+import { registerV2Paths } from '../openapi/v2.openapi.js';
+import { registerOpenApi } from '../openapi.js';
 
 export interface V2Dependencies {
   db: Database;

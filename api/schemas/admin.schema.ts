@@ -22,7 +22,9 @@ export const auditQuerySchema = z
     language_id: z.string().min(1).max(255).optional().openapi({ description: 'Only entries of this language id' }),
     kind: z.enum(AUDIT_KINDS).optional().openapi({ description: 'Only entries of this kind (the v1 body key, or `language`)' }),
     record_id: z.string().min(1).max(255).optional().openapi({ description: 'Only entries of this record id' }),
-    after: digits(0, Number.MAX_SAFE_INTEGER).optional().openapi({ description: 'Only entries with a higher `seq` (the `next_after` of the previous page)' }),
+    after: digits(0, Number.MAX_SAFE_INTEGER)
+      .optional()
+      .openapi({ description: 'Only entries with a higher `seq` (the `next_after` of the previous page)' }),
     limit: digits(1, AUDIT_MAX_LIMIT)
       .optional()
       .openapi({ description: `Entries per page, ${AUDIT_DEFAULT_LIMIT} when not given` }),
@@ -45,7 +47,11 @@ export const auditEntrySchema = auditEntryRow
 export const auditPageSchema = z
   .object({
     data: z.array(auditEntrySchema),
-    next_after: z.number().int().nullable().openapi({ description: 'Pass as `after` for the next page; null when nothing more is there yet' }),
+    next_after: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: 'Pass as `after` for the next page; null when nothing more is there yet' }),
   })
   .openapi('AuditPage');
 

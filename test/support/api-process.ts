@@ -15,7 +15,9 @@ export interface ApiProcess {
 /** The real API entry point (`bin/api.ts`) as a separate process, ready when this resolves. */
 export async function spawnApi(config: Config, extraEnv: Record<string, string> = {}): Promise<ApiProcess> {
   const port = await freePort();
-  const child = spawnEntryPoint('bin/api.ts', {
+  const child = spawnEntryPoint(
+    'bin/api.ts',
+    {
       DATABASE_URL: config.DATABASE_URL,
       REDIS_URL: config.REDIS_URL,
       PORT: String(port),
@@ -50,9 +52,13 @@ export async function spawnApi(config: Config, extraEnv: Record<string, string> 
 }
 
 /** Resolves with how the process ended, or rejects after `timeoutMs`. */
-export function exitWithin(child: ChildProcess, timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }> {
+export function exitWithin(
+  child: ChildProcess,
+  timeoutMs: number,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }> {
   const started = Date.now();
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode, ms: 0 });
+  if (child.exitCode !== null || child.signalCode !== null)
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode, ms: 0 });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`process ${child.pid} did not exit within ${timeoutMs} ms`)), timeoutMs);
     child.once('exit', (code, signal) => {
@@ -71,7 +77,9 @@ export async function spawnReadyWorker(
   extraEnv: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; metricsUrl: string; stderr(): string }> {
   const port = await freePort();
-  const child = spawnEntryPoint('bin/worker.ts', {
+  const child = spawnEntryPoint(
+    'bin/worker.ts',
+    {
       DATABASE_URL: config.DATABASE_URL,
       REDIS_URL: config.REDIS_URL,
       QUEUE_PREFIX: config.QUEUE_PREFIX,

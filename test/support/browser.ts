@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { type BrowserContext, chromium } from 'playwright-core';
 
 /** Debian's Chromium (the `chromium` package; .ci/run installs it), driven headless by playwright-core. */
 export const CHROMIUM = '/usr/bin/chromium';

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { startApi, type RunningApi } from '../../api/server.js';
+import { type RunningApi, startApi } from '../../api/server.js';
 import { createClient } from '../../auth/auth.service.js';
-import { parseConfig, type Config } from '../../platform/config.js';
+import { type Config, parseConfig } from '../../platform/config.js';
 import { createDatabase, type Database } from '../../platform/db.js';
 import { createLogger } from '../../platform/logger.js';
 import { migrate } from '../../platform/migrator.js';
-import { startWorker, type RunningWorker } from '../../worker/worker.js';
+import { type RunningWorker, startWorker } from '../../worker/worker.js';
 
 export const POSTGRES_URL = process.env['TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432';
 export const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
@@ -87,7 +87,7 @@ export async function httpRequest(baseUrl: string, method: string, path: string,
   if (options.token) headers['authorization'] = `Bearer ${options.token}`;
   const response = await fetch(`${baseUrl}${path}`, { method, headers, body: body as BodyInit | undefined });
   const text = await response.text();
-  let parsed: unknown ;
+  let parsed: unknown;
   try {
     parsed = text ? JSON.parse(text) : undefined;
   } catch {

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { pino, type Logger } from 'pino';
+import { type Logger, pino } from 'pino';
 
 export interface CapturedLogs {
   logger: Logger;

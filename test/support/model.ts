@@ -120,7 +120,8 @@ export class Model {
         break;
       case 'order':
         stub('profile', fields['profile_id']);
-        for (const product of new Set(((fields['products'] as Array<{ id: string }>) ?? []).map((item) => item.id))) stub('product', product);
+        for (const product of new Set(((fields['products'] as Array<{ id: string }>) ?? []).map((item) => item.id)))
+          stub('product', product);
         break;
       case 'shopping_cart':
         stub('profile', fields['profile_id']);
@@ -129,7 +130,8 @@ export class Model {
       default:
         break;
     }
-    if (kind === 'brand' && lists['product_ids']) for (const product of lists['product_ids']) this.pointAt('product', product, 'brand_id', id);
+    if (kind === 'brand' && lists['product_ids'])
+      for (const product of lists['product_ids']) this.pointAt('product', product, 'brand_id', id);
     if (kind === 'category' && lists['product_ids']) {
       for (const product of lists['product_ids']) this.ensureStub('product', product);
       this.replace('product_category', 'b', 'category', id, lists['product_ids']);

@@ -1,7 +1,7 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { Model, normalise, type AuditFact, type Fields, type Kind } from './model.js';
 import type { TestEnvironment } from './harness.js';
+import { type AuditFact, type Fields, type Kind, Model, normalise } from './model.js';
 import { SEGMENT } from './v2-client.js';
 
 /** mulberry32: small, fast and good enough to drive reproducible scenarios. */
@@ -70,7 +70,12 @@ function body(r: Rng, kind: Kind, id: string): Fields {
     case 'variant':
       return { ...base, product_id: wireId(r, r.pick(IDS)), ...(r.chance(0.5) ? { title: `v${r.int(100)}` } : {}) };
     case 'review':
-      return { ...base, product_id: wireId(r, r.pick(IDS)), profile_id: wireId(r, r.pick(IDS)), ...(r.chance(0.5) ? { score: r.int(6) } : {}) };
+      return {
+        ...base,
+        product_id: wireId(r, r.pick(IDS)),
+        profile_id: wireId(r, r.pick(IDS)),
+        ...(r.chance(0.5) ? { score: r.int(6) } : {}),
+      };
     case 'profile':
       return { ...base, email: `p${id}@example.test`, ...(r.chance(0.5) ? { first_name: `n${r.int(100)}` } : {}) };
     case 'order':
@@ -144,8 +149,6 @@ export function generate(r: Rng, count: number, kinds: Kind[] = KINDS, options: 
   return operations;
 }
 
-
-
 /** Ids become strings, as the service stores them. */
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
@@ -170,7 +173,13 @@ export interface Sent {
   status: number;
 }
 
-export async function send(env: TestEnvironment, token: string, languageId: string, operation: Operation, requestId: string): Promise<Sent> {
+export async function send(
+  env: TestEnvironment,
+  token: string,
+  languageId: string,
+  operation: Operation,
+  requestId: string,
+): Promise<Sent> {
   const headers = { 'x-request-id': requestId };
   if (operation.type === 'put') {
     const path = `/api/v2/languages/${languageId}/${SEGMENT[operation.kind]}`;
@@ -200,7 +209,14 @@ export async function send(env: TestEnvironment, token: string, languageId: stri
   return { operation, requestId, status: response.status };
 }
 
-const auditRow = z.object({ kind: z.string(), record_id: z.string(), action: z.string(), actor: z.string(), request_id: z.string().nullable(), write_seq: z.number() });
+const auditRow = z.object({
+  kind: z.string(),
+  record_id: z.string(),
+  action: z.string(),
+  actor: z.string(),
+  request_id: z.string().nullable(),
+  write_seq: z.number(),
+});
 
 async function langKey(env: TestEnvironment, languageId: string, accountId: number): Promise<number> {
   return env.db.oneFirst(sql.type(z.object({ lang_key: z.number() }))`
@@ -309,7 +325,12 @@ export async function compare(
     SELECT kind, count(*) AS total FROM records WHERE lang_key = ${key} AND live GROUP BY kind
   `);
   const byKind = (rows: ReadonlyArray<{ kind: string; total: number }>) =>
-    Object.fromEntries(rows.filter((row) => row.total !== 0).map((row) => [row.kind, row.total]).sort());
+    Object.fromEntries(
+      rows
+        .filter((row) => row.total !== 0)
+        .map((row) => [row.kind, row.total])
+        .sort(),
+    );
 
   const fact = (item: AuditFact) => `${item.kind}/${item.id}/${item.action}`;
   const history = ordered.map((item) => `${seqOf.get(item.requestId)} ${item.status} ${JSON.stringify(item.operation)}`);

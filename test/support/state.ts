@@ -33,7 +33,8 @@ export interface AuditRow {
  * @throws when there is no such live language, or several and no account was given.
  */
 export async function langKeyOf(env: TestEnvironment, languageId: string, account?: string): Promise<number> {
-  const accountFilter = account === undefined ? sql.fragment`TRUE` : sql.fragment`account_id = (SELECT id FROM accounts WHERE name = ${account})`;
+  const accountFilter =
+    account === undefined ? sql.fragment`TRUE` : sql.fragment`account_id = (SELECT id FROM accounts WHERE name = ${account})`;
   const rows = await env.db.any(sql.unsafe`
     SELECT lang_key FROM languages WHERE id = ${languageId} AND deleted_at IS NULL AND ${accountFilter}
   `);

@@ -1,4 +1,4 @@
-import { uniqueName, type HttpResponse, type TestEnvironment } from './harness.js';
+import { type HttpResponse, type TestEnvironment, uniqueName } from './harness.js';
 
 export type KindName = 'brand' | 'category' | 'product' | 'variant' | 'review' | 'profile' | 'order' | 'shopping_cart';
 

@@ -1,4 +1,4 @@
-import { QUEUES, type JobName } from '../../platform/queue.js';
+import { type JobName, QUEUES } from '../../platform/queue.js';
 import { applyOutboxProcessor } from './apply-outbox.processor.js';
 import { processBulkProcessor } from './process-bulk.processor.js';
 import type { ProcessorRegistry } from './processor.js';

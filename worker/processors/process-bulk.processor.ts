@@ -1,6 +1,6 @@
 import { UnrecoverableError } from 'bullmq';
-import { applyBulkBatch } from '../../bulk/bulk.service.js';
 import { refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
+import { applyBulkBatch } from '../../bulk/bulk.service.js';
 import type { Processor } from './processor.js';
 
 const BATCH = 1_000;
@@ -23,7 +23,9 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
     applied += result.applied;
     if (result.lastLine !== undefined && crossesAnalyzeMark(result.lastLine - result.applied, result.lastLine)) {
       // Best effort: a role that may not ANALYZE (not the tables' owner) only loses speed.
-      await refreshPlannerStatistics(db).catch((error: Error) => logger.warn({ err: error.message }, 'could not refresh planner statistics'));
+      await refreshPlannerStatistics(db).catch((error: Error) =>
+        logger.warn({ err: error.message }, 'could not refresh planner statistics'),
+      );
     }
     if (result.langKey !== undefined) notifier.notify(result.langKey);
     await job.updateProgress({ bulkJobId, applied });

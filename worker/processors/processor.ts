@@ -1,8 +1,8 @@
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Database } from '../../platform/db.js';
-import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 import type { JobData, JobName } from '../../platform/queue.js';
+import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 
 export interface ProcessorContext {
   db: Database;
