@@ -15,18 +15,70 @@ export const bulkJobRow = z.object({
   failed: z.number(),
   error: z.string().nullable(),
   created_at: z.string(),
+  started_at: z.string().nullable(),
   finished_at: z.string().nullable(),
 });
 export type BulkJobRow = z.infer<typeof bulkJobRow>;
 
 const columns = sql.fragment`
-  id, account_id, lang_key, language_id, client_id, request_id, status, lines, next_line, saved, failed, error, created_at, finished_at
+  id, account_id, lang_key, language_id, client_id, request_id, status, lines, next_line, saved, failed, error,
+  created_at, started_at, finished_at
 `;
+
+/**
+ * Lines of each job whose effects (stubs, links, cascades, audit) are applied:
+ * those up to the job's last mark below the language's oldest pending change.
+ * A set-aside change does not hold a job back (it is counted in sync-status).
+ */
+export async function linesApplied(db: CommonQueryMethods, langKey: number, jobIds: readonly string[]): Promise<Map<string, number>> {
+  if (jobIds.length === 0) return new Map();
+  const rows = await db.any(sql.type(z.object({ job_id: z.string(), lines_applied: z.number() }))`
+    WITH oldest AS (
+      SELECT coalesce(
+        (SELECT seq FROM outbox WHERE lang_key = ${langKey} AND failed_at IS NULL ORDER BY seq LIMIT 1),
+        9223372036854775807
+      ) AS seq
+    )
+    SELECT j.id::text AS job_id,
+      coalesce((
+        SELECT max(m.lines_done) FROM bulk_marks m, oldest
+        WHERE m.job_id = j.id AND m.seq_bound < oldest.seq
+      ), 0) AS lines_applied
+    FROM unnest(${sql.array(jobIds, 'uuid')}) AS j(id)
+  `);
+  return new Map(rows.map((row) => [row.job_id, row.lines_applied]));
+}
+
+/** A language's jobs, newest first, and how many there are. */
+export async function listBulkJobs(
+  db: CommonQueryMethods,
+  accountId: number,
+  langKey: number,
+  page: { offset: number; limit: number },
+): Promise<{ jobs: readonly BulkJobRow[]; total: number }> {
+  const total = await db.oneFirst(sql.type(z.object({ total: z.number() }))`
+    SELECT count(*)::int8 AS total FROM bulk_jobs WHERE lang_key = ${langKey} AND account_id = ${accountId}
+  `);
+  const jobs = await db.any(sql.type(bulkJobRow)`
+    SELECT ${columns} FROM bulk_jobs
+    WHERE lang_key = ${langKey} AND account_id = ${accountId}
+    ORDER BY created_at DESC, id DESC
+    OFFSET ${page.offset} LIMIT ${page.limit}
+  `);
+  return { jobs, total };
+}
 
 export async function findBulkJob(db: CommonQueryMethods, accountId: number, langKey: number, jobId: string): Promise<BulkJobRow | null> {
   return db.maybeOne(sql.type(bulkJobRow)`
     SELECT ${columns} FROM bulk_jobs
     WHERE id = ${jobId} AND account_id = ${accountId} AND lang_key = ${langKey}
+  `);
+}
+
+/** How far the worker is through a job's file, for the queue job's progress. */
+export async function bulkJobProgress(db: CommonQueryMethods, jobId: string) {
+  return db.maybeOne(sql.type(z.object({ lines: z.number(), lines_stored: z.number(), status: z.string() }))`
+    SELECT lines, saved + failed AS lines_stored, status FROM bulk_jobs WHERE id = ${jobId}
   `);
 }
 
@@ -80,14 +132,21 @@ export async function recordBulkProgress(
       ON CONFLICT DO NOTHING
     `);
   }
+  // The mark's bound is read after this batch took its write numbers, so it is at or above all of them.
   await tx.query(sql.unsafe`
-    UPDATE bulk_jobs SET
-      status = 'running',
-      started_at = coalesce(started_at, now()),
-      next_line = ${progress.nextLine},
-      saved = saved + ${progress.saved},
-      failed = failed + ${progress.errors.length}
-    WHERE id = ${jobId}
+    WITH job AS (
+      UPDATE bulk_jobs SET
+        status = 'running',
+        started_at = coalesce(started_at, now()),
+        next_line = ${progress.nextLine},
+        saved = saved + ${progress.saved},
+        failed = failed + ${progress.errors.length}
+      WHERE id = ${jobId}
+      RETURNING saved + failed AS lines_done
+    )
+    INSERT INTO bulk_marks (job_id, lines_done, seq_bound)
+    SELECT ${jobId}, job.lines_done, (SELECT last_value FROM write_seq) FROM job
+    ON CONFLICT DO NOTHING
   `);
 }
 

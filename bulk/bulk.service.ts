@@ -18,7 +18,9 @@ import {
   type BulkJobRow,
   findBulkJob,
   finishBulkJob,
+  linesApplied,
   listBulkErrors,
+  listBulkJobs,
   lockBulkJob,
   readBulkLines,
   recordBulkProgress,
@@ -76,17 +78,49 @@ export async function requireBulkJob(db: Database, accountId: number, languageId
   return job;
 }
 
-export async function presentBulkJob(db: Database, job: BulkJobRow) {
-  const errors = await listBulkErrors(db, job.id, 0, INLINE_ERRORS);
+/** A job as the API shows it in lists: counts and times, without its errors. */
+export function summariseBulkJob(job: BulkJobRow, applied: number) {
   return {
     id: job.id,
     status: job.status,
     lines: job.lines,
+    lines_stored: job.saved + job.failed,
+    // A line counts as applied once its effects are; a refused line has none to wait for.
+    lines_applied: Math.min(applied, job.saved + job.failed),
     saved: job.saved,
     failed: job.failed,
-    errors: errors.map((item) => ({ line: item.line_no, error: item.error })),
+    error: job.error,
     created_at: job.created_at,
+    started_at: job.started_at,
     finished_at: job.finished_at,
+  };
+}
+
+export async function presentBulkJob(db: Database, job: BulkJobRow) {
+  const [errors, applied] = await Promise.all([listBulkErrors(db, job.id, 0, INLINE_ERRORS), linesApplied(db, job.lang_key, [job.id])]);
+  return {
+    ...summariseBulkJob(job, applied.get(job.id) ?? 0),
+    errors: errors.map((item) => ({ line: item.line_no, error: item.error })),
+  };
+}
+
+/**
+ * A page of the language's bulk jobs, newest first, as v2 lists page.
+ * @throws {LanguageNotFoundError}
+ */
+export async function listBulkJobsPage(db: Database, accountId: number, languageId: string, page: number, perPage: number) {
+  const language = await requireLanguage(db, accountId, languageId);
+  // A page far past the end is empty; the offset never needs to go beyond the (small) number of jobs.
+  const offset = Math.min((page - 1) * perPage, Number.MAX_SAFE_INTEGER);
+  const { jobs, total } = await listBulkJobs(db, accountId, language.lang_key, { offset, limit: perPage });
+  const applied = await linesApplied(
+    db,
+    language.lang_key,
+    jobs.map((job) => job.id),
+  );
+  return {
+    data: jobs.map((job) => summariseBulkJob(job, applied.get(job.id) ?? 0)),
+    meta: { current_page: page, per_page: perPage, total },
   };
 }
 

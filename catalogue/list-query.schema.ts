@@ -38,6 +38,9 @@ export const listQuerySchema = z
 
 export type ListQuery = z.output<typeof listQuerySchema>;
 
+/** A list without timestamps to filter by (bulk jobs): pagination only. */
+export const bulkListQuerySchema = listQuerySchema.pick({ page: true, per_page: true }).strict();
+
 /** The timestamp filters of a list query, ISO 8601 in UTC; each bound is exclusive. */
 export type ListFilters = Pick<ListQuery, 'created_after' | 'created_before' | 'updated_after' | 'updated_before'>;
 

@@ -1,9 +1,10 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { ZodTypeAny } from 'zod';
 import { languageSchema, languageWriteSchema } from '../../catalogue/language.schema.js';
+import { bulkListQuerySchema } from '../../catalogue/list-query.schema.js';
 import { dateTimeSchema, idListSchema, idSchema } from '../../catalogue/primitives.schema.js';
 import { KINDS, RECORD_KINDS, type RecordKind } from '../../catalogue/record-kinds.js';
-import { errors, json, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
+import { errors, json, paginated, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
 import { z } from './zod-openapi.js';
 
 const pascal = (kind: string) => kind.replace(/(^|_)([a-z])/g, (_, __, letter: string) => letter.toUpperCase());
@@ -47,18 +48,34 @@ const saved = (key: string, record: ZodTypeAny, resource: string, verb: 'saved' 
 
 const languageParams = pathParams({ language_id: 'The language id (its own `id`, not its code)' });
 
+const bulkJobFields = {
+  id: z.string().uuid(),
+  status: z.enum(['queued', 'running', 'completed', 'failed']).openapi({
+    description:
+      '`queued` until the worker starts, `running` while it goes through the lines, `completed` once every line is stored or refused (effects may still be applying: see `lines_applied`), `failed` when the job could not go on (`error` says why)',
+  }),
+  lines: z.number().int().openapi({ description: 'Lines in the file (blank lines are not counted)' }),
+  lines_stored: z.number().int().openapi({ description: 'Lines the worker has gone through: stored (readable at once) or refused' }),
+  lines_applied: z.number().int().openapi({
+    description:
+      'Lines whose effects (stubs, links, cascades, audit entries) are applied too; equals `lines` when the file has fully landed',
+  }),
+  saved: z.number().int().openapi({ description: 'Lines stored' }),
+  failed: z.number().int().openapi({ description: 'Lines refused, each with its error' }),
+  error: z.string().nullable().openapi({ description: 'Why a `failed` job stopped' }),
+  created_at: z.string().openapi({ format: 'date-time' }),
+  started_at: z.string().nullable().openapi({ format: 'date-time' }),
+  finished_at: z.string().nullable().openapi({ format: 'date-time' }),
+};
+
+export const bulkJobSummarySchema = z.object(bulkJobFields).openapi('BulkJobSummary');
+
 export const bulkJobSchema = z
   .object({
-    id: z.string().uuid(),
-    status: z.enum(['queued', 'running', 'completed', 'failed']),
-    lines: z.number().int(),
-    saved: z.number().int(),
-    failed: z.number().int(),
+    ...bulkJobFields,
     errors: z
       .array(z.object({ line: z.number().int(), error: z.unknown() }))
       .openapi({ description: 'The first 1,000 line errors; all of them at .../errors' }),
-    created_at: z.string().openapi({ format: 'date-time' }),
-    finished_at: z.string().nullable().openapi({ format: 'date-time' }),
   })
   .openapi('BulkJob');
 
@@ -138,6 +155,19 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
         content: json(z.object({ bulk_job: bulkJobSchema })),
       },
       ...errors('badRequest', 'unauthorized', 'languageNotFound', 'unsupportedMediaType', 'serverError'),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/languages/{language_id}/bulk',
+    operationId: 'v1ListBulkJobs',
+    summary: "The language's bulk uploads, newest first",
+    tags,
+    security,
+    request: { params: languageParams, query: bulkListQuerySchema },
+    responses: {
+      200: { description: 'A page of jobs', content: json(paginated(bulkJobSummarySchema)) },
+      ...errors('badRequest', 'unauthorized', 'languageNotFound', 'serverError'),
     },
   });
   registry.registerPath({

@@ -3,9 +3,10 @@ import Router from '@koa/router';
 import type pg from 'pg';
 import { z } from 'zod';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
-import { bulkErrorLines, presentBulkJob, receiveBulk, requireBulkJob } from '../../bulk/bulk.service.js';
+import { bulkErrorLines, listBulkJobsPage, presentBulkJob, receiveBulk, requireBulkJob } from '../../bulk/bulk.service.js';
 import { parseEnvelope } from '../../catalogue/envelope.schema.js';
 import { languageWriteSchema } from '../../catalogue/language.schema.js';
+import { bulkListQuerySchema } from '../../catalogue/list-query.schema.js';
 import { KINDS, RECORD_KINDS } from '../../catalogue/record-kinds.js';
 import { parseOrThrow } from '../../catalogue/validation.js';
 import type { Database } from '../../platform/db.js';
@@ -72,6 +73,11 @@ export function v1Router({ db, copyPool, verifier, notifier }: V1Dependencies) {
     ctx.status = 202;
     ctx.set('Location', `/api/v1/languages/${encodeURIComponent(languageId)}/bulk/${job.id}`);
     ctx.body = { bulk_job: await presentBulkJob(db, job) };
+  });
+
+  router.get('/languages/:language_id/bulk', async (ctx: AppContext) => {
+    const query = parseOrThrow(bulkListQuerySchema, { ...ctx.query });
+    ctx.body = await listBulkJobsPage(db, principalOf(ctx).accountId, ctx.params['language_id']!, query.page, query.per_page);
   });
 
   router.get('/languages/:language_id/bulk/:job_id', async (ctx: AppContext) => {

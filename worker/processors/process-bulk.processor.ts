@@ -1,6 +1,8 @@
+import type { Job } from 'bullmq';
 import { UnrecoverableError } from 'bullmq';
-import { refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
+import { bulkJobProgress, refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
 import { applyBulkBatch } from '../../bulk/bulk.service.js';
+import type { Database } from '../../platform/db.js';
 import type { Processor } from './processor.js';
 
 const BATCH = 1_000;
@@ -28,8 +30,20 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
       );
     }
     if (result.langKey !== undefined) notifier.notify(result.langKey);
-    await job.updateProgress({ bulkJobId, applied });
+    await reportProgress(job, db, bulkJobId);
     if (result.done) return { bulkJobId, applied, done: true };
   }
   return { bulkJobId, applied, done: false };
 };
+
+/**
+ * The file's progress on the queue job, for the dashboard: bull-board draws
+ * `progress` (a percentage of lines stored) and shows the rest in the job's
+ * Progress tab.
+ */
+async function reportProgress(job: Job, db: Database, bulkJobId: string): Promise<void> {
+  const progress = await bulkJobProgress(db, bulkJobId);
+  if (!progress) return;
+  const percent = progress.lines === 0 ? 100 : Math.floor((100 * progress.lines_stored) / progress.lines);
+  await job.updateProgress({ progress: percent, bulk_job: bulkJobId, ...progress });
+}
