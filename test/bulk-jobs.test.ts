@@ -138,9 +138,12 @@ describe('when a bulk file is applied', () => {
     const response = await env.request('GET', `/api/v1/languages/nl/bulk/${jobId}/errors`, { token });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
-    expect(response.text.trim().split('\n').map((line) => JSON.parse(line))).toEqual([
-      { line: 11, error: { error: { message: expect.any(String), missing_parameters: ['name'] } } },
-    ]);
+    expect(
+      response.text
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toEqual([{ line: 11, error: { error: { message: expect.any(String), missing_parameters: ['name'] } } }]);
   });
 });
 
