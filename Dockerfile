@@ -19,6 +19,7 @@ COPY records ./records
 COPY reads ./reads
 COPY bulk ./bulk
 COPY auth ./auth
+COPY client ./client
 COPY bin ./bin
 COPY migrations ./migrations
 RUN npm run build
