@@ -1,6 +1,6 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import { registerAdminPaths } from './openapi/admin.openapi.js';
-import { registerSecuritySchemes } from './openapi/components.js';
+import { ERROR_RESPONSES, registerSecuritySchemes } from './openapi/components.js';
 import { registerOAuthPaths } from './openapi/oauth.openapi.js';
 import { registerOperationsPaths } from './openapi/operations.openapi.js';
 import { registerV1Paths } from './openapi/v1.openapi.js';
@@ -40,12 +40,49 @@ export function registerOpenApi(name: string, registrar: OpenApiRegistrar): void
 
 export type OpenApiDocument = ReturnType<OpenApiGeneratorV31['generateDocument']>;
 
+const SECURITY_NOTES: Record<string, string> = {
+  bearerAuth: 'Needs `Authorization: Bearer <token>` (POST /oauth/token).',
+  adminBasic: 'Needs HTTP Basic with ADMIN_USER and ADMIN_PASSWORD.',
+  clientBasic: 'Client credentials in HTTP Basic or in the body.',
+};
+
+/**
+ * What every operation shares, added once here rather than by each
+ * registrar: the 405 of its path (CONTRACT 11: a wrong method on a known
+ * path) and a description (the summary, with how to authenticate).
+ */
+function completeOperations(document: OpenApiDocument): OpenApiDocument {
+  // The generated form of ERROR_RESPONSES.methodNotAllowed (the generator only converts registered paths).
+  const { description, headers } = ERROR_RESPONSES.methodNotAllowed.response;
+  const methodNotAllowed = {
+    405: {
+      description,
+      headers: { Allow: { schema: { type: 'string' as const }, description: headers.Allow.description } },
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/MessageError' } } },
+    },
+  };
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const method of ['get', 'put', 'post', 'delete', 'patch'] as const) {
+      const operation = item?.[method];
+      if (!operation) continue;
+      operation.responses = { ...operation.responses, ...methodNotAllowed };
+      if (!operation.description) {
+        const schemes = (operation.security ?? []).flatMap((requirement) => Object.keys(requirement));
+        const notes = schemes.map((scheme) => SECURITY_NOTES[scheme]).filter(Boolean);
+        operation.description = [`${operation.summary ?? ''}.`, ...(notes.length ? notes : ['Needs no credentials.'])].join(' ');
+      }
+    }
+  }
+  return document;
+}
+
 export function buildOpenApiDocument(): OpenApiDocument {
   const registry = new OpenAPIRegistry();
   registerSecuritySchemes(registry);
   for (const registrar of registrars.values()) registrar(registry);
-  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+  const document = new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
+    servers: [{ url: '/', description: 'This service: v1, v2, the token endpoint and admin share one host' }],
     info: {
       title: 'Commerce data synchronisation service',
       version: '1.0.0',
@@ -55,8 +92,14 @@ export function buildOpenApiDocument(): OpenApiDocument {
     tags: [
       { name: 'oauth', description: 'OAuth 2.0 client credentials' },
       { name: 'v1', description: 'v1: upserts and deletes of every record kind' },
+      {
+        name: 'v2',
+        description:
+          'v2: PUT upserts (a one-key body on the collection, e.g. PUT /api/v2/languages/nl/products with {"product":{...}}), GET lists and records, DELETE, link and line writers',
+      },
       { name: 'admin', description: 'Operators: HTTP Basic with ADMIN_USER / ADMIN_PASSWORD' },
       { name: 'operations', description: 'Probes, metrics and this description' },
     ],
   });
+  return completeOperations(document);
 }

@@ -11,12 +11,25 @@ export const languageWriteSchema = z
   })
   .strict();
 
-export type LanguageWrite = z.output<typeof languageWriteSchema>;
+/** v2 (V2-SURFACE 7): only the id is required; name and code are null until set. */
+export const languageV2WriteSchema = z
+  .object({
+    id: textSchema(1, 255),
+    name: textSchema(1, 255).nullable().optional(),
+    code: textSchema(1, 35).nullable().optional(),
+    active: z.boolean().nullable().optional(),
+    url: urlSchema.nullable().optional(),
+  })
+  .strict();
+
+/** A language write of either generation: omitted optional fields keep their values, `null` clears them. */
+export type LanguageWrite = z.output<typeof languageV2WriteSchema>;
 
 export const languageSchema = z.object({
   id: z.string(),
-  name: z.string(),
-  code: z.string(),
+  // Null only for a language a v2 client created with its id alone.
+  name: z.string().nullable(),
+  code: z.string().nullable(),
   active: z.boolean().nullable(),
   url: z.string().nullable(),
 });

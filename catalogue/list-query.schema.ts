@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dateTimeSchema } from './primitives.schema.js';
+import { dateTimeSchema, emailSchema } from './primitives.schema.js';
 
 export const DEFAULT_PER_PAGE = 10;
 export const MAX_PER_PAGE = 250;
@@ -49,3 +49,24 @@ export const hasFilters = (filters: ListFilters): boolean =>
   filters.created_before !== undefined ||
   filters.updated_after !== undefined ||
   filters.updated_before !== undefined;
+
+/** Lists of items without timestamps (order lines, cart products, V2-SURFACE 1.7): pagination only. */
+export const pageQuerySchema = listQuerySchema.pick({ page: true, per_page: true }).strict();
+
+export const MAX_EMAILS = 250;
+
+/**
+ * `emails[]` of the profiles list (V2-SURFACE 8): repeatable (the only
+ * parameter that may repeat), up to 250 emails, compared in lower case.
+ */
+const emailsParam = z
+  .union([z.string(), z.array(z.string())])
+  .transform((value) => (Array.isArray(value) ? value : [value]))
+  .superRefine((values, ctx) => {
+    if (values.length > MAX_EMAILS) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `at most ${MAX_EMAILS} emails` });
+    else if (values.some((value) => !emailSchema.safeParse(value).success))
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be emails' });
+  })
+  .transform((values) => [...new Set(values.map((value) => value.toLowerCase()))]);
+
+export const profileListQuerySchema = listQuerySchema.extend({ 'emails[]': emailsParam.optional() }).strict();

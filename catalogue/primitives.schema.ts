@@ -1,4 +1,8 @@
+import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
+
+// The schemas here are also the API description's (CONTRACT 10): formats are stated where they are defined.
+extendZodWithOpenApi(z);
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -23,35 +27,39 @@ const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\
  * ISO 8601 date-time, normalised to UTC with millisecond precision. A value
  * without a zone is read as UTC; a bare date is midnight UTC.
  */
-export const dateTimeSchema = textSchema(1, 64).transform((value, ctx) => {
-  const match = DATE_TIME.exec(value);
-  if (match) {
-    let text = value.replace(' ', 'T');
-    if (!match[4]) text = `${text}T00:00:00Z`;
-    else if (!match[7]) text = `${text}Z`;
-    const ms = Date.parse(text);
-    const year = Number(match[1]);
-    const month = Number(match[2]);
-    const day = Number(match[3]);
-    // Date.parse rolls 2024-02-30 over to March 1st; a date that does not exist is invalid.
-    const calendar = new Date(Date.UTC(year, month - 1, day));
-    const realDay = calendar.getUTCFullYear() === year && calendar.getUTCMonth() === month - 1 && calendar.getUTCDate() === day;
-    if (!Number.isNaN(ms) && realDay) {
-      return new Date(ms).toISOString();
+export const dateTimeSchema = textSchema(1, 64)
+  .openapi({ format: 'date-time', description: 'ISO 8601; without a zone it is UTC; shown in UTC' })
+  .transform((value, ctx) => {
+    const match = DATE_TIME.exec(value);
+    if (match) {
+      let text = value.replace(' ', 'T');
+      if (!match[4]) text = `${text}T00:00:00Z`;
+      else if (!match[7]) text = `${text}Z`;
+      const ms = Date.parse(text);
+      const year = Number(match[1]);
+      const month = Number(match[2]);
+      const day = Number(match[3]);
+      // Date.parse rolls 2024-02-30 over to March 1st; a date that does not exist is invalid.
+      const calendar = new Date(Date.UTC(year, month - 1, day));
+      const realDay = calendar.getUTCFullYear() === year && calendar.getUTCMonth() === month - 1 && calendar.getUTCDate() === day;
+      if (!Number.isNaN(ms) && realDay) {
+        return new Date(ms).toISOString();
+      }
     }
-  }
-  ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be an ISO 8601 date-time' });
-  return z.NEVER;
-});
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be an ISO 8601 date-time' });
+    return z.NEVER;
+  });
 
-export const urlSchema = textSchema(1, 2048).refine((value) => {
-  try {
-    const url = new URL(value);
-    return url.protocol === 'http:' || url.protocol === 'https:';
-  } catch {
-    return false;
-  }
-}, 'must be an http or https URL');
+export const urlSchema = textSchema(1, 2048)
+  .refine((value) => {
+    try {
+      const url = new URL(value);
+      return url.protocol === 'http:' || url.protocol === 'https:';
+    } catch {
+      return false;
+    }
+  }, 'must be an http or https URL')
+  .openapi({ format: 'uri', description: 'An http or https URL' });
 
 export const emailSchema = z.string().max(320).email().refine(isStorableText);
 

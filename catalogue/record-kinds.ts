@@ -2,9 +2,17 @@ import { z } from 'zod';
 import { customAttributesSchema } from './custom-attribute.schema.js';
 import { dateTimeSchema, emailSchema, finiteNumber, idListSchema, idSchema, textSchema, urlSchema } from './primitives.schema.js';
 
-/** The record kinds that live inside a language (languages have their own table). */
+/** The record kinds of SPEC: every one has a v1 write and a v2 write (languages have their own table). */
 export const RECORD_KINDS = ['brand', 'category', 'product', 'variant', 'review', 'profile', 'order', 'shopping_cart'] as const;
 export type RecordKind = (typeof RECORD_KINDS)[number];
+
+/** Kinds that exist only in v2 (V2-SURFACE 4 and 5): stored like records, written only by v2 PUTs and bulk lines. */
+export const EVENT_KINDS = ['global_unsubscribe', 'purchase_event'] as const;
+export type EventKind = (typeof EVENT_KINDS)[number];
+
+/** Everything stored in `records`, numbered, applied and audited by the sync protocol. */
+export const STORED_KINDS = [...RECORD_KINDS, ...EVENT_KINDS] as const;
+export type StoredKind = (typeof STORED_KINDS)[number];
 
 /** What deleting the referenced record does to a record pointing at it. */
 export type OnParentDelete = 'cascade' | 'set-null' | 'keep';
@@ -12,7 +20,7 @@ export type OnParentDelete = 'cascade' | 'set-null' | 'keep';
 /** A single reference held as a field of the record (CONTRACT 5). */
 export interface SingleRef {
   field: string;
-  kind: RecordKind;
+  kind: StoredKind;
   /** Create a stub of the referenced record when it does not exist. */
   stub: boolean;
   onParentDelete: OnParentDelete;
@@ -24,11 +32,11 @@ export interface SingleRef {
  *  - `point-at`: the listed children get `childField` = the writer (moving them), nothing is detached.
  */
 export type ListRelation =
-  | { field: string; mode: 'replace'; kind: RecordKind; rel: 'product_category' | 'relevant'; side: 'a' | 'b' }
-  | { field: string; mode: 'point-at'; kind: RecordKind; childField: string };
+  | { field: string; mode: 'replace'; kind: StoredKind; rel: 'product_category' | 'relevant'; side: 'a' | 'b' }
+  | { field: string; mode: 'point-at'; kind: StoredKind; childField: string };
 
 export interface KindDefinition {
-  kind: RecordKind;
+  kind: StoredKind;
   /** As in messages and 404 bodies: "Shopping cart". */
   resource: string;
   /** Path segment under /languages/{language_id}/. */
@@ -41,18 +49,24 @@ export interface KindDefinition {
   refs: SingleRef[];
   lists: ListRelation[];
   /** Ids named in array-valued data fields that get stubs (order products, cart products). */
-  stubLists: Array<{ field: string; kind: RecordKind; path: 'self' | 'id' }>;
-  /** The v2 write (PUT) of the kind, where SPEC has one: products and categories. */
-  v2?: V2Definition;
+  stubLists: Array<{ field: string; kind: StoredKind; path: 'self' | 'id' }>;
+  /** The v2 write (PUT on the collection, V2-SURFACE 2): every kind has one. */
+  v2: V2Definition;
+  /** The body field that names the record when it has no `id` of its own (a purchase event's order, an unsubscribe's email). */
+  idFrom?: { field: string; lowerCase?: boolean };
+  /** A record that must exist (live, in the API view) for a write to be accepted: 404 with its body otherwise. */
+  requires?: { field: string; kind: RecordKind };
+  /** A global unsubscribe: every profile of the language with the record's id as email gets `field` = the written value. */
+  fansOut?: { kind: 'profile'; field: 'unsubscribed' };
 }
 
 export interface V2Definition {
   schema: z.ZodTypeAny;
-  /** Fields stored in `data` by a v2 write and shown by v2 (besides id, timestamps and links). */
+  /** Fields stored in `data` by a v2 write and shown by v2 (besides id, timestamps and derived lists). */
   dataFields: string[];
-  /** List fields v2 shows but does not accept on write (400 unknown_parameters with `hint`). */
-  readOnlyLists: string[];
-  hint: string;
+  /** Fields v2 shows but does not accept on write: 400 unknown_parameters whose message adds `hint`. */
+  readOnly: string[];
+  hint?: string;
 }
 
 const optional = <T extends z.ZodTypeAny>(schema: T) => schema.nullable().optional();
@@ -195,7 +209,156 @@ const shoppingCartSchema = z
   .strict();
 
 /** v2 identifiers are strings (SPEC "v2 records"), 1..255 characters like every id. */
-const v2IdSchema = textSchema(1, 255);
+export const v2IdSchema = textSchema(1, 255);
+
+/** Order lines in v2: a product appears in at most one line (V2-SURFACE 2). */
+export const orderLineV2Schema = z
+  .object({
+    id: v2IdSchema,
+    quantity: optional(z.number().int().safe()),
+    variant_id: optional(v2IdSchema),
+    custom_attributes: optional(customAttributesSchema),
+  })
+  .strict();
+
+const orderLinesV2Schema = z.array(orderLineV2Schema).superRefine((lines, ctx) => {
+  const seen = new Set<string>();
+  lines.forEach((line, index) => {
+    if (seen.has(line.id))
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: [index, 'id'], message: 'a product appears in one line only' });
+    seen.add(line.id);
+  });
+});
+
+const brandV2Schema = z
+  .object({
+    id: v2IdSchema,
+    name: textSchema(1),
+    url: optional(urlSchema),
+    content: optional(text),
+    custom_attributes: optional(customAttributesSchema),
+    ...timestamps,
+  })
+  .strict();
+
+const variantV2Schema = z
+  .object({
+    id: v2IdSchema,
+    product_id: v2IdSchema,
+    title: optional(text),
+    article_code: optional(text),
+    default: optional(z.boolean()),
+    ean: optional(text),
+    main_image: optional(urlSchema),
+    url: optional(urlSchema),
+    price_cost: optional(finiteNumber),
+    price_excl: optional(finiteNumber),
+    price_incl: optional(finiteNumber),
+    old_price_excl: optional(finiteNumber),
+    old_price_incl: optional(finiteNumber),
+    unit_price: optional(finiteNumber),
+    unit_unit: optional(text),
+    sku: optional(text),
+    stock_level: optional(z.number().int().safe()),
+    custom_attributes: optional(customAttributesSchema),
+    ...timestamps,
+  })
+  .strict();
+
+const reviewV2Schema = z
+  .object({
+    id: v2IdSchema,
+    product_id: v2IdSchema,
+    profile_id: v2IdSchema,
+    name: optional(text),
+    description: optional(text),
+    score: optional(z.number().int().safe()),
+    visible: optional(z.boolean()),
+    custom_attributes: optional(customAttributesSchema),
+    ...timestamps,
+  })
+  .strict();
+
+const profileV2Schema = z
+  .object({
+    id: v2IdSchema,
+    email: emailSchema,
+    birthdate: optional(dateTimeSchema),
+    city: optional(text),
+    province: optional(text),
+    street: optional(text),
+    housenumber: optional(text),
+    zipcode: optional(text),
+    country_code: optional(text),
+    first_name: optional(text),
+    middle_name: optional(text),
+    last_name: optional(text),
+    gender: optional(z.enum(['unidentified', 'male', 'female'])),
+    active: optional(z.boolean()),
+    subscribed_to_newsletter: optional(z.boolean()),
+    subscribed_to_newsletter_at: optional(dateTimeSchema),
+    tags: optional(z.array(text)),
+    telephone: optional(text),
+    unsubscribed: optional(z.boolean()),
+    double_opt_in: optional(z.boolean()),
+    is_company: optional(z.boolean()),
+    is_registered: optional(z.boolean()),
+    company_name: optional(text),
+    custom_attributes: optional(customAttributesSchema),
+  })
+  .strict();
+
+const orderV2Schema = z
+  .object({
+    id: v2IdSchema,
+    profile_id: v2IdSchema,
+    ordered_at: dateTimeSchema,
+    products: optional(orderLinesV2Schema),
+    currency: optional(text),
+    number: optional(text),
+    price: optional(finiteNumber),
+    paid: optional(z.boolean()),
+    // SPEC's four values stay canonical; v2 also takes a shop's own status (V2-SURFACE 2).
+    status: optional(textSchema(1, 64)),
+    deliver_date: optional(dateTimeSchema),
+    shopping_cart_id: optional(v2IdSchema),
+    checkout_id: optional(v2IdSchema),
+    discount_code: optional(text),
+    is_discount_applied: optional(z.boolean()),
+    custom_attributes: optional(customAttributesSchema),
+    created_at: optional(dateTimeSchema),
+  })
+  .strict();
+
+const shoppingCartV2Schema = z
+  .object({
+    id: v2IdSchema,
+    profile_id: v2IdSchema,
+    product_ids: optional(z.array(v2IdSchema)),
+    currency: optional(text),
+    price: optional(finiteNumber),
+    recovery_url: optional(urlSchema),
+    recovery_token: optional(textSchema(0, 255)),
+    deleted: optional(z.boolean()),
+    custom_attributes: optional(customAttributesSchema),
+    ...timestamps,
+  })
+  .strict();
+
+const globalUnsubscribeSchema = z
+  .object({
+    email: emailSchema,
+    unsubscribed: z.boolean(),
+  })
+  .strict();
+
+const purchaseEventSchema = z
+  .object({
+    order_id: v2IdSchema,
+    profile_id: v2IdSchema,
+    visitor_token: textSchema(1, 65_535),
+  })
+  .strict();
 
 const productV2Schema = z
   .object({
@@ -231,12 +394,23 @@ const ASSIGNMENT_HINT =
 const fieldsOf = (schema: z.AnyZodObject, lists: string[]) =>
   Object.keys(schema.shape).filter((name) => name !== 'id' && name !== 'created_at' && name !== 'updated_at' && !lists.includes(name));
 
-function define(definition: Omit<KindDefinition, 'dataFields'>): KindDefinition {
+type Definition = Omit<KindDefinition, 'dataFields' | 'v2'> & { v2: Omit<V2Definition, 'dataFields'> };
+
+function define(definition: Definition): KindDefinition {
   const listFields = definition.lists.map((list) => list.field);
-  return { ...definition, dataFields: fieldsOf(definition.schema as z.AnyZodObject, listFields) };
+  const idField = definition.idFrom ? [definition.idFrom.field] : [];
+  return {
+    ...definition,
+    dataFields: fieldsOf(definition.schema as z.AnyZodObject, [...listFields, ...idField]),
+    v2: { ...definition.v2, dataFields: fieldsOf(definition.v2.schema as z.AnyZodObject, idField) },
+  };
 }
 
-export const KINDS: Record<RecordKind, KindDefinition> = {
+const LINES_HINT =
+  "product_ids is read-only: it lists the products of the order's lines; send products, or change one line with " +
+  'PUT or DELETE /api/v2/languages/{language_id}/orders/{order_id}/products/{product_id}';
+
+export const KINDS: Record<StoredKind, KindDefinition> = {
   brand: define({
     kind: 'brand',
     resource: 'Brand',
@@ -246,6 +420,13 @@ export const KINDS: Record<RecordKind, KindDefinition> = {
     refs: [],
     lists: [{ field: 'product_ids', mode: 'point-at', kind: 'product', childField: 'brand_id' }],
     stubLists: [],
+    v2: {
+      schema: brandV2Schema,
+      readOnly: ['product_ids'],
+      hint:
+        "product_ids is read-only in v2: it lists the products whose brand_id is the brand; set a product's brand with " +
+        'PUT /api/v2/languages/{language_id}/products and its brand_id',
+    },
   }),
   category: define({
     kind: 'category',
@@ -258,8 +439,7 @@ export const KINDS: Record<RecordKind, KindDefinition> = {
     stubLists: [],
     v2: {
       schema: categoryV2Schema,
-      dataFields: fieldsOf(categoryV2Schema, []),
-      readOnlyLists: ['product_ids'],
+      readOnly: ['product_ids'],
       hint: `product_ids is read-only in v2: ${ASSIGNMENT_HINT}`,
     },
   }),
@@ -279,11 +459,11 @@ export const KINDS: Record<RecordKind, KindDefinition> = {
     stubLists: [],
     v2: {
       schema: productV2Schema,
-      dataFields: fieldsOf(productV2Schema, []),
-      readOnlyLists: ['category_ids', 'relevant_product_ids'],
+      readOnly: ['category_ids', 'relevant_product_ids'],
       hint:
         `category_ids and relevant_product_ids are read-only in v2: ${ASSIGNMENT_HINT}; ` +
-        'relevant_product_ids are written with POST /api/v1/languages/{language_id}/products',
+        'link a related product with PUT /api/v2/languages/{language_id}/products/{product_id}/relevant_products/{relevant_id} ' +
+        'and unlink it with DELETE on the same path',
     },
   }),
   variant: define({
@@ -295,6 +475,7 @@ export const KINDS: Record<RecordKind, KindDefinition> = {
     refs: [{ field: 'product_id', kind: 'product', stub: true, onParentDelete: 'cascade' }],
     lists: [],
     stubLists: [],
+    v2: { schema: variantV2Schema, readOnly: [] },
   }),
   review: define({
     kind: 'review',
@@ -308,6 +489,7 @@ export const KINDS: Record<RecordKind, KindDefinition> = {
     ],
     lists: [],
     stubLists: [],
+    v2: { schema: reviewV2Schema, readOnly: [] },
   }),
   profile: define({
     kind: 'profile',
@@ -318,6 +500,7 @@ export const KINDS: Record<RecordKind, KindDefinition> = {
     refs: [],
     lists: [],
     stubLists: [],
+    v2: { schema: profileV2Schema, readOnly: [] },
   }),
   order: define({
     kind: 'order',
@@ -331,6 +514,7 @@ export const KINDS: Record<RecordKind, KindDefinition> = {
     ],
     lists: [],
     stubLists: [{ field: 'products', kind: 'product', path: 'id' }],
+    v2: { schema: orderV2Schema, readOnly: ['product_ids'], hint: LINES_HINT },
   }),
   shopping_cart: define({
     kind: 'shopping_cart',
@@ -341,17 +525,74 @@ export const KINDS: Record<RecordKind, KindDefinition> = {
     refs: [{ field: 'profile_id', kind: 'profile', stub: true, onParentDelete: 'keep' }],
     lists: [],
     stubLists: [{ field: 'product_ids', kind: 'product', path: 'self' }],
+    v2: { schema: shoppingCartV2Schema, readOnly: [] },
+  }),
+  global_unsubscribe: define({
+    kind: 'global_unsubscribe',
+    resource: 'Global unsubscribe',
+    segment: 'global_unsubscribes',
+    schema: globalUnsubscribeSchema,
+    timestamps: { created: true, updated: true },
+    refs: [],
+    lists: [],
+    stubLists: [],
+    v2: { schema: globalUnsubscribeSchema, readOnly: [] },
+    idFrom: { field: 'email', lowerCase: true },
+    fansOut: { kind: 'profile', field: 'unsubscribed' },
+  }),
+  purchase_event: define({
+    kind: 'purchase_event',
+    resource: 'Purchase event',
+    segment: 'purchase_events',
+    schema: purchaseEventSchema,
+    timestamps: { created: true, updated: true },
+    // The order must exist but gets no stub; a missing profile does (its stub may still be queued with the order's).
+    refs: [{ field: 'profile_id', kind: 'profile', stub: true, onParentDelete: 'keep' }],
+    lists: [],
+    stubLists: [],
+    v2: { schema: purchaseEventSchema, readOnly: [] },
+    idFrom: { field: 'order_id' },
+    requires: { field: 'order_id', kind: 'order' },
   }),
 };
+
+/** The body key of every v2 write that names a stored kind (the kind itself). */
+export const isStoredKind = (key: string): key is StoredKind => (STORED_KINDS as readonly string[]).includes(key);
+
+/**
+ * The v2 sub-resources that write one item of a parent's line list
+ * (V2-SURFACE 3): PUT and DELETE .../{segment}/{parent_id}/products/{product_id}.
+ */
+export const LINE_LISTS = {
+  order: { field: 'products', item: 'object' },
+  shopping_cart: { field: 'product_ids', item: 'id' },
+} as const satisfies Partial<Record<RecordKind, { field: string; item: 'object' | 'id' }>>;
+export type LineParent = keyof typeof LINE_LISTS;
+
+/**
+ * The many-to-many links with a v2 writer of one link (PUT / DELETE
+ * .../products/{product_id}/{segment}/{other_id}): the product is side a.
+ * `payloadKey` names the other record in the queued change.
+ */
+export const LINK_WRITERS = {
+  categories: { rel: 'product_category', kind: 'category', field: 'category_ids', payloadKey: 'category_id' },
+  relevant_products: { rel: 'relevant', kind: 'product', field: 'relevant_product_ids', payloadKey: 'relevant_id' },
+} as const;
+export type LinkWriter = (typeof LINK_WRITERS)[keyof typeof LINK_WRITERS];
 
 /**
  * The one reference per kind that the worker tracks serially in `w_ref`:
  * the reference that a parent's delete changes (cascade or set-null) or that
  * a parent's point-at list moves.
  */
-export const TRACKED_FIELD: Partial<Record<RecordKind, string>> = {
+export const TRACKED_FIELD: Partial<Record<StoredKind, string>> = {
   variant: 'product_id',
   review: 'product_id',
   product: 'brand_id',
   category: 'parent_category_id',
+  // A global unsubscribe finds the profiles that have its email at its point of the serial order.
+  profile: 'email',
 };
+
+/** The serial form of a tracked reference: emails compare case-insensitively. */
+export const trackedValue = (kind: StoredKind, value: string): string => (kind === 'profile' ? value.toLowerCase() : value);

@@ -2,7 +2,7 @@ import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
 import { type Language, languageSchema } from '../catalogue/language.schema.js';
 import { hasFilters, type ListFilters } from '../catalogue/list-query.schema.js';
-import type { RecordKind } from '../catalogue/record-kinds.js';
+import type { StoredKind } from '../catalogue/record-kinds.js';
 
 /**
  * Reads of the v2 lists. Every list is ordered by (created_at, id), the key
@@ -19,7 +19,11 @@ export type ListScope =
   /** Variants of a product (by the variant's own product_id). */
   | { type: 'variants-of'; productId: string }
   /** Records linked to `other` through `rel`; `side` is the listed records' column. */
-  | { type: 'linked'; rel: 'product_category' | 'relevant'; side: 'a' | 'b'; other: string };
+  | { type: 'linked'; rel: 'product_category' | 'relevant'; side: 'a' | 'b'; other: string }
+  /** Products whose brand_id is the brand. */
+  | { type: 'brand-products'; brandId: string }
+  /** Profiles whose email is one of `emails` (lower case), compared case-insensitively. */
+  | { type: 'emails'; emails: string[] };
 
 export interface PageWindow {
   offset: number;
@@ -36,6 +40,10 @@ function scopeCondition(langKey: number, scope: ListScope) {
       return sql.fragment`TRUE`;
     case 'variants-of':
       return sql.fragment`kind = 'variant' AND (data ->> 'product_id') = ${scope.productId}`;
+    case 'brand-products':
+      return sql.fragment`kind = 'product' AND (data ->> 'brand_id') = ${scope.brandId}`;
+    case 'emails':
+      return sql.fragment`kind = 'profile' AND lower(data ->> 'email') = ANY(${sql.array(scope.emails, 'text')})`;
     case 'linked': {
       const mine = sql.identifier([scope.side]);
       const other = sql.identifier([scope.side === 'a' ? 'b' : 'a']);
@@ -68,7 +76,15 @@ export type ItemPart =
   /** The ids linked to the record through `rel` (the record on `side`), in id order. */
   | { key: string; from: 'links'; rel: 'product_category' | 'relevant'; side: 'a' | 'b' }
   /** The live products whose brand_id is the record, in list order. */
-  | { key: string; from: 'brand_products' };
+  | { key: string; from: 'brand_products' }
+  /** A list held in a data field, [] when unset (a cart's product_ids). */
+  | { key: string; from: 'list'; field: string }
+  /** An order's lines as `{id, quantity, variant_id}` (absent values null). */
+  | { key: string; from: 'order_lines' }
+  /** The distinct products of an order's lines, in line order. */
+  | { key: string; from: 'line_products' }
+  /** The oldest live profile whose email is the record's id (a global unsubscribe), or null. */
+  | { key: string; from: 'profile_by_email' };
 export type ItemShape = readonly ItemPart[];
 
 /** A timestamp exactly as the API shows it (db.ts: ISO 8601 in UTC with milliseconds). */
@@ -103,6 +119,33 @@ function partValue(langKey: number, part: ItemPart) {
         WHERE p.lang_key = ${langKey} AND p.kind = 'product' AND p.live AND (p.data ->> 'brand_id') = r.id
         ORDER BY p.created_at, p.id
       ))`;
+    case 'list':
+      return sql.fragment`CASE WHEN jsonb_typeof(r.data -> ${part.field}) = 'array' THEN r.data -> ${part.field} ELSE '[]'::jsonb END`;
+    case 'order_lines':
+      return sql.fragment`CASE WHEN jsonb_typeof(r.data -> 'products') = 'array' THEN (
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+          'id', line -> 'id',
+          'quantity', coalesce(line -> 'quantity', 'null'::jsonb),
+          'variant_id', coalesce(line -> 'variant_id', 'null'::jsonb)
+        ) ORDER BY n), '[]'::jsonb)
+        FROM jsonb_array_elements(r.data -> 'products') WITH ORDINALITY AS lines (line, n)
+      ) ELSE '[]'::jsonb END`;
+    case 'line_products':
+      return sql.fragment`CASE WHEN jsonb_typeof(r.data -> 'products') = 'array' THEN to_jsonb(ARRAY(
+        SELECT product FROM (
+          SELECT line ->> 'id' AS product, min(n) AS first
+          FROM jsonb_array_elements(r.data -> 'products') WITH ORDINALITY AS lines (line, n)
+          GROUP BY 1
+        ) AS distinct_products
+        ORDER BY first
+      )) ELSE '[]'::jsonb END`;
+    case 'profile_by_email':
+      return sql.fragment`(
+        SELECT p.id FROM records p
+        WHERE p.lang_key = ${langKey} AND p.kind = 'profile' AND p.live AND lower(p.data ->> 'email') = r.id
+        ORDER BY p.created_seq
+        LIMIT 1
+      )`;
   }
 }
 
@@ -115,12 +158,12 @@ const itemColumns = (langKey: number, shape: ItemShape) =>
 
 /** The record a sub-listing hangs from; the list is only shown when it is live. */
 export interface ListParent {
-  kind: RecordKind;
+  kind: StoredKind;
   id: string;
 }
 
 export interface ListRequest {
-  kind: RecordKind;
+  kind: StoredKind;
   scope: ListScope;
   filters: ListFilters;
   page: number;
@@ -264,7 +307,7 @@ export function listStatement(langKey: number, request: ListRequest) {
 }
 
 /** Folds the counter rows of a (language, kind) into one (reads/sql/record_counts.sql). */
-export async function foldRecordCount(db: CommonQueryMethods, langKey: number, kind: RecordKind): Promise<void> {
+export async function foldRecordCount(db: CommonQueryMethods, langKey: number, kind: StoredKind): Promise<void> {
   await db.query(sql.unsafe`SELECT record_count_fold(${langKey}, ${kind})`);
 }
 
@@ -298,6 +341,18 @@ export async function linkedIds(
     GROUP BY ${mine}
   `);
   return new Map(rows.map((row) => [row.owner, [...row.ids]]));
+}
+
+/** For each global unsubscribe (its id: a lower-case email), the oldest live profile with that email. */
+export async function profilesByEmail(db: CommonQueryMethods, langKey: number, emails: readonly string[]): Promise<Map<string, string>> {
+  if (emails.length === 0) return new Map();
+  const rows = await db.any(sql.type(z.object({ email: z.string(), id: z.string() }))`
+    SELECT DISTINCT ON (lower(data ->> 'email')) lower(data ->> 'email') AS email, id
+    FROM records
+    WHERE lang_key = ${langKey} AND kind = 'profile' AND live AND lower(data ->> 'email') = ANY(${sql.array([...emails], 'text')})
+    ORDER BY lower(data ->> 'email'), created_seq
+  `);
+  return new Map(rows.map((row) => [row.email, row.id]));
 }
 
 /** For each brand in `brandIds`, its live products (by the products' brand_id), in list order. */

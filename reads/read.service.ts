@@ -1,7 +1,7 @@
 import type { CommonQueryMethods } from 'slonik';
-import { type ListQuery, listQuerySchema } from '../catalogue/list-query.schema.js';
+import { type ListQuery, listQuerySchema, pageQuerySchema, profileListQuerySchema } from '../catalogue/list-query.schema.js';
 import { isStorableText } from '../catalogue/primitives.schema.js';
-import { KINDS, type RecordKind } from '../catalogue/record-kinds.js';
+import { KINDS, LINE_LISTS, type LineParent, type StoredKind } from '../catalogue/record-kinds.js';
 import { parseOrThrow } from '../catalogue/validation.js';
 import type { Database } from '../platform/db.js';
 import { RecordNotFoundError } from '../platform/errors.js';
@@ -9,6 +9,7 @@ import { toLanguageResponse } from '../records/language.repository.js';
 import { requireLanguage } from '../records/language.service.js';
 import { findLiveRecord } from '../records/record.repository.js';
 import type { StoredRecord } from '../sync/write.repository.js';
+import type { ItemPart } from './read.repository.js';
 import {
   beginReadSnapshot,
   brandProductIds,
@@ -21,6 +22,7 @@ import {
   listPage,
   type PageWindow,
   pageOfLanguages,
+  profilesByEmail,
   vacuumRecordCounts,
 } from './read.repository.js';
 
@@ -67,35 +69,43 @@ const CATEGORY: ItemShape = [
   ...CUSTOM_ATTRIBUTES,
 ];
 
-/** SPEC "brand": product_ids are the live products whose brand_id is the brand. */
-const BRAND: ItemShape = [
-  ...ID,
-  ...fields('name', 'url', 'content'),
-  { key: 'product_ids', from: 'brand_products' },
-  ...CREATED,
-  ...UPDATED,
-];
-
-/** The v1 field table of the kind (its list fields are data fields: order products, cart product_ids). */
-const plain = (kind: RecordKind): ItemShape => {
+/**
+ * Every other kind in its v2 shape (V2-SURFACE 2): the v1 field table plus
+ * the v2 fields, read-only lists derived from the record, the kind's timestamps.
+ */
+const v2Shape = (kind: StoredKind, derived: ItemShape = []): ItemShape => {
   const definition = KINDS[kind];
-  return [
-    ...ID,
-    ...fields(...definition.dataFields),
-    ...(definition.timestamps.created ? CREATED : []),
-    ...(definition.timestamps.updated ? UPDATED : []),
-  ];
+  const parts: ItemPart[] = [...ID];
+  for (const field of definition.v2.dataFields) {
+    if (field === 'custom_attributes') parts.push(...CUSTOM_ATTRIBUTES);
+    else if (kind === 'order' && field === 'products') parts.push({ key: 'products', from: 'order_lines' });
+    else if (kind === 'shopping_cart' && field === 'product_ids') parts.push({ key: 'product_ids', from: 'list', field });
+    else parts.push(...fields(field));
+  }
+  parts.push(...derived);
+  if (definition.timestamps.created) parts.push(...CREATED);
+  if (definition.timestamps.updated) parts.push(...UPDATED);
+  return parts;
 };
 
-const SHAPES: Record<RecordKind, ItemShape> = {
+const SHAPES: Record<StoredKind, ItemShape> = {
   product: PRODUCT,
   category: CATEGORY,
-  brand: BRAND,
-  variant: plain('variant'),
-  review: plain('review'),
-  profile: plain('profile'),
-  order: plain('order'),
-  shopping_cart: plain('shopping_cart'),
+  /** SPEC "brand": product_ids are the live products whose brand_id is the brand. */
+  brand: v2Shape('brand', [{ key: 'product_ids', from: 'brand_products' }]),
+  variant: v2Shape('variant'),
+  review: v2Shape('review'),
+  profile: v2Shape('profile'),
+  order: v2Shape('order', [{ key: 'product_ids', from: 'line_products' }]),
+  shopping_cart: v2Shape('shopping_cart'),
+  global_unsubscribe: [
+    { key: 'profile_email', from: 'id' },
+    ...fields('unsubscribed'),
+    { key: 'profile_id', from: 'profile_by_email' },
+    ...CREATED,
+    ...UPDATED,
+  ],
+  purchase_event: [{ key: 'order_id', from: 'id' }, ...fields('profile_id', 'visitor_token'), ...CREATED, ...UPDATED],
 };
 
 /** Summary items of the sub-listings and the profiles list (SPEC "Summary items", CONTRACT 8). */
@@ -105,13 +115,18 @@ const CATEGORY_SUMMARY: ItemShape = ID;
 const PRODUCT_SUMMARY: ItemShape = [...ID, ...fields('name', 'url')];
 const PROFILE_SUMMARY: ItemShape = [...ID, ...fields('email', 'first_name', 'last_name')];
 
+type Line = { id: string; quantity?: number | null; variant_id?: string | null };
+const linesOf = (record: StoredRecord): Line[] => (Array.isArray(record.data['products']) ? (record.data['products'] as Line[]) : []);
+
 /** Shows records in `shape` (the JavaScript twin of the lists' SQL): one query per list field, for all records at once. */
 async function present(db: CommonQueryMethods, langKey: number, shape: ItemShape, records: readonly StoredRecord[]): Promise<Item[]> {
   const ids = records.map((record) => record.id);
   const lists = new Map<string, Map<string, string[]>>();
+  let profiles = new Map<string, string>();
   for (const part of shape) {
     if (part.from === 'links') lists.set(part.key, await linkedIds(db, langKey, part.rel, part.side, ids));
     if (part.from === 'brand_products') lists.set(part.key, await brandProductIds(db, langKey, ids));
+    if (part.from === 'profile_by_email') profiles = await profilesByEmail(db, langKey, ids);
   }
   return records.map((record) => {
     const item: Item = {};
@@ -133,6 +148,22 @@ async function present(db: CommonQueryMethods, langKey: number, shape: ItemShape
         case 'links':
         case 'brand_products':
           item[part.key] = lists.get(part.key)!.get(record.id) ?? [];
+          break;
+        case 'list':
+          item[part.key] = Array.isArray(record.data[part.field]) ? record.data[part.field] : [];
+          break;
+        case 'order_lines':
+          item[part.key] = linesOf(record).map((line) => ({
+            id: line.id,
+            quantity: line.quantity ?? null,
+            variant_id: line.variant_id ?? null,
+          }));
+          break;
+        case 'line_products':
+          item[part.key] = [...new Set(linesOf(record).map((line) => line.id))];
+          break;
+        case 'profile_by_email':
+          item[part.key] = profiles.get(record.id) ?? null;
           break;
       }
     }
@@ -165,7 +196,7 @@ const VACUUM_DELAY_MS = 1_000;
 const folding = new WeakMap<Database, Set<string>>();
 
 /** Folds the counter in the background: the list that noticed it has its total already. */
-function foldSoon(db: Database, langKey: number, kind: RecordKind, rows: number) {
+function foldSoon(db: Database, langKey: number, kind: StoredKind, rows: number) {
   const keys = folding.get(db) ?? new Set<string>();
   folding.set(db, keys);
   const key = `${langKey}:${kind}`;
@@ -185,11 +216,13 @@ function foldSoon(db: Database, langKey: number, kind: RecordKind, rows: number)
 }
 
 interface ListSpec {
-  kind: RecordKind;
-  scope: ListScope;
+  kind: StoredKind;
+  scope: ListScope | ((query: Record<string, unknown>) => ListScope);
   shape: ItemShape;
   /** The record the scope hangs from, which must exist (404 otherwise). */
   parent?: ListParent;
+  /** The query's schema: pagination and timestamp filters unless stated. */
+  querySchema?: typeof listQuerySchema | typeof profileListQuerySchema;
 }
 
 /**
@@ -199,14 +232,15 @@ interface ListSpec {
  */
 async function listOf(context: ReadContext, languageId: string, rawQuery: Record<string, unknown>, spec: ListSpec): Promise<ListJson> {
   const langKey = (await requireLanguage(context.db, context.accountId, languageId)).lang_key;
-  const parsed = listQuerySchema.safeParse(rawQuery);
+  const schema = spec.querySchema ?? listQuerySchema;
+  const parsed = schema.safeParse(rawQuery);
   if (spec.parent && (!parsed.success || !isStorableText(spec.parent.id))) {
     await requireLiveRecord(context.db, langKey, spec.parent.kind, spec.parent.id);
   }
-  const query = parsed.success ? parsed.data : parseListQuery(rawQuery);
+  const query: ListQuery & Record<string, unknown> = parsed.success ? parsed.data : parseOrThrow(schema, rawQuery);
   const page = await listPage(context.db, langKey, {
     kind: spec.kind,
-    scope: spec.scope,
+    scope: typeof spec.scope === 'function' ? spec.scope(query) : spec.scope,
     filters: query,
     page: query.page,
     perPage: query.per_page,
@@ -219,16 +253,85 @@ async function listOf(context: ReadContext, languageId: string, rawQuery: Record
 }
 
 /** @throws {RecordNotFoundError} "<Resource> not found" when there is no live record with that id. */
-async function requireLiveRecord(db: CommonQueryMethods, langKey: number, kind: RecordKind, id: string): Promise<StoredRecord> {
+async function requireLiveRecord(db: CommonQueryMethods, langKey: number, kind: StoredKind, id: string): Promise<StoredRecord> {
   const record = isStorableText(id) ? await findLiveRecord(db, langKey, kind, id) : null;
   if (!record) throw new RecordNotFoundError(KINDS[kind].resource);
   return record;
 }
 
-/** GET /languages/{language_id}/{segment}: the full records of a kind (profiles: summaries). */
-export function listRecords(context: ReadContext, languageId: string, kind: RecordKind, query: Record<string, unknown>): Promise<ListJson> {
-  const shape = kind === 'profile' ? PROFILE_SUMMARY : SHAPES[kind];
-  return listOf(context, languageId, query, { kind, scope: { type: 'all' }, shape });
+/**
+ * GET /languages/{language_id}/{segment}: the full records of a kind
+ * (profiles: summaries, optionally only those with one of `emails[]`).
+ */
+export function listRecords(context: ReadContext, languageId: string, kind: StoredKind, query: Record<string, unknown>): Promise<ListJson> {
+  if (kind === 'profile') {
+    return listOf(context, languageId, query, {
+      kind,
+      shape: PROFILE_SUMMARY,
+      querySchema: profileListQuerySchema,
+      scope: (parsed) => {
+        const emails = parsed['emails[]'] as string[] | undefined;
+        return emails ? { type: 'emails', emails } : { type: 'all' };
+      },
+    });
+  }
+  return listOf(context, languageId, query, { kind, scope: { type: 'all' }, shape: SHAPES[kind] });
+}
+
+/** GET /languages/{language_id}/brands/{brand_id}/products: whole v2 products (V2-SURFACE 3). */
+export function listBrandProducts(context: ReadContext, languageId: string, brandId: string, query: Record<string, unknown>) {
+  return listOf(context, languageId, query, {
+    kind: 'product',
+    scope: { type: 'brand-products', brandId },
+    shape: PRODUCT,
+    parent: { kind: 'brand', id: brandId },
+  });
+}
+
+/** GET /languages/{language_id}/products/{product_id}/relevant_products: whole v2 products (V2-SURFACE 3). */
+export function listRelevantProducts(context: ReadContext, languageId: string, productId: string, query: Record<string, unknown>) {
+  return listOf(context, languageId, query, {
+    kind: 'product',
+    scope: { type: 'linked', rel: 'relevant', side: 'b', other: productId },
+    shape: PRODUCT,
+    parent: { kind: 'product', id: productId },
+  });
+}
+
+/**
+ * GET .../orders/{order_id}/products and .../shopping_carts/{cart_id}/products
+ * (V2-SURFACE 3): the parent's lines in line order, `page` and `per_page` only.
+ * @throws {LanguageNotFoundError} @throws {RecordNotFoundError} @throws {ValidationError}
+ */
+export async function listLines(
+  context: ReadContext,
+  languageId: string,
+  parent: LineParent,
+  parentId: string,
+  rawQuery: Record<string, unknown>,
+): Promise<ListJson> {
+  const langKey = (await requireLanguage(context.db, context.accountId, languageId)).lang_key;
+  const record = await requireLiveRecord(context.db, langKey, parent, parentId);
+  const query = parseOrThrow(pageQuerySchema, rawQuery);
+  const stored = record.data[LINE_LISTS[parent].field];
+  const lines = Array.isArray(stored) ? stored : [];
+  const start = (query.page - 1) * query.per_page;
+  const items = lines.slice(start, start + query.per_page).map((line: (Line & { custom_attributes?: unknown }) | string) =>
+    typeof line === 'string'
+      ? { shopping_cart_id: record.id, product_id: line }
+      : {
+          order_id: record.id,
+          product_id: line.id,
+          quantity: line.quantity ?? null,
+          variant_id: line.variant_id ?? null,
+          custom_attributes: line.custom_attributes ?? [],
+        },
+  );
+  return listJson(
+    { ...query, created_after: undefined, created_before: undefined, updated_after: undefined, updated_before: undefined },
+    lines.length,
+    JSON.stringify(items),
+  );
 }
 
 /** GET /languages/{language_id}/products/{product_id}/variants. */
@@ -265,7 +368,7 @@ export function listCategoryProducts(context: ReadContext, languageId: string, c
  * GET /languages/{language_id}/{segment}/{id}: one record in its v2 shape.
  * @throws {LanguageNotFoundError} @throws {RecordNotFoundError}
  */
-export async function getRecord(context: ReadContext, languageId: string, kind: RecordKind, id: string): Promise<Item> {
+export async function getRecord(context: ReadContext, languageId: string, kind: StoredKind, id: string): Promise<Item> {
   const language = await requireLanguage(context.db, context.accountId, languageId);
   const record = await requireLiveRecord(context.db, language.lang_key, kind, id);
   const [item] = await present(context.db, language.lang_key, SHAPES[kind], [record]);
@@ -273,18 +376,11 @@ export async function getRecord(context: ReadContext, languageId: string, kind: 
 }
 
 /**
- * A record just saved by a v2 PUT (as saveRecord presented it), shown in its
- * v2 shape with the links as currently stored.
+ * A record just saved by a v2 PUT, shown in its v2 shape (the same as GET
+ * one) with its links as currently stored.
  */
-export async function presentSaved(context: ReadContext, languageId: string, kind: RecordKind, saved: Item): Promise<Item> {
+export async function presentStored(context: ReadContext, languageId: string, kind: StoredKind, record: StoredRecord): Promise<Item> {
   const language = await requireLanguage(context.db, context.accountId, languageId);
-  const { id, created_at: createdAt, updated_at: updatedAt, ...data } = saved;
-  const record: StoredRecord = {
-    id: id as string,
-    data,
-    created_at: (createdAt as string | null | undefined) ?? null,
-    updated_at: (updatedAt as string | null | undefined) ?? null,
-  };
   const [item] = await present(context.db, language.lang_key, SHAPES[kind], [record]);
   return item!;
 }

@@ -17,18 +17,18 @@ const columns = sql.fragment`lang_key, id, name, code, active, url, created_at, 
 
 /** Creates the language or merges into the live one: omitted optional fields keep their values, `null` clears them. */
 export async function upsertLanguage(db: CommonQueryMethods, accountId: number, input: LanguageWrite): Promise<LanguageRow> {
-  const keep = (name: 'active' | 'url') =>
+  const keep = (name: 'name' | 'code' | 'active' | 'url') =>
     input[name] === undefined ? sql.identifier(['languages', name]) : sql.identifier(['excluded', name]);
   return db.one(sql.type(languageRow)`
     INSERT INTO languages AS languages (account_id, id, name, code, active, url, created_at, updated_at)
     VALUES (
-      ${accountId}, ${input.id}, ${input.name}, ${input.code},
+      ${accountId}, ${input.id}, ${input.name ?? null}, ${input.code ?? null},
       ${input.active ?? null}, ${input.url ?? null},
       date_trunc('milliseconds', now()), date_trunc('milliseconds', now())
     )
     ON CONFLICT (account_id, id) WHERE deleted_at IS NULL DO UPDATE SET
-      name = excluded.name,
-      code = excluded.code,
+      name = ${keep('name')},
+      code = ${keep('code')},
       active = ${keep('active')},
       url = ${keep('url')},
       updated_at = excluded.updated_at

@@ -22,9 +22,10 @@ export async function saveLanguage(context: WriteContext, input: LanguageWrite) 
 }
 
 /**
- * Deletes a language (an unknown id is reported as deleted: SPEC has no 404
- * here). Writes in flight hold the language's shared lock, so they finish
- * before it goes; its records are purged in the background.
+ * Deletes a language. Writes in flight hold the language's shared lock, so
+ * they finish before it goes; its records are purged in the background.
+ * @returns the language as it was, or null when there was none (v1 answers
+ * 200 all the same, SPEC has no 404 there; v2 answers 404).
  */
 export async function deleteLanguage(context: WriteContext, languageId: string) {
   const row = await context.db.transaction(async (tx) => {
@@ -38,7 +39,7 @@ export async function deleteLanguage(context: WriteContext, languageId: string) 
   });
   forgetLanguageForWrites(context.db, context.accountId, languageId);
   if (row) context.notifier.notify(row.lang_key);
-  return row ? toLanguageResponse(row) : { id: languageId };
+  return row ? toLanguageResponse(row) : null;
 }
 
 /**

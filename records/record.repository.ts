@@ -1,9 +1,9 @@
 import { type CommonQueryMethods, type DatabaseTransactionConnection, sql } from 'slonik';
 import { z } from 'zod';
-import type { RecordKind } from '../catalogue/record-kinds.js';
+import type { StoredKind } from '../catalogue/record-kinds.js';
 import { type StoredRecord, storedRecord } from '../sync/write.repository.js';
 
-export async function findLiveRecord(db: CommonQueryMethods, langKey: number, kind: RecordKind, id: string): Promise<StoredRecord | null> {
+export async function findLiveRecord(db: CommonQueryMethods, langKey: number, kind: StoredKind, id: string): Promise<StoredRecord | null> {
   return db.maybeOne(sql.type(storedRecord)`
     SELECT id, data, created_at, updated_at
     FROM records
@@ -29,7 +29,7 @@ export async function findProfileByEmail(db: CommonQueryMethods, langKey: number
 export async function shareLockLiveRecord(
   tx: DatabaseTransactionConnection,
   langKey: number,
-  kind: RecordKind,
+  kind: StoredKind,
   id: string,
 ): Promise<boolean> {
   const row = await tx.maybeOne(sql.type(z.object({ id: z.string() }))`
@@ -38,4 +38,24 @@ export async function shareLockLiveRecord(
     FOR SHARE
   `);
   return row !== null;
+}
+
+/** A live record, locked against every other writer until commit (a line write reads and rewrites its parent's lines). */
+export async function lockLiveRecord(
+  tx: DatabaseTransactionConnection,
+  langKey: number,
+  kind: StoredKind,
+  id: string,
+): Promise<StoredRecord | null> {
+  return tx.maybeOne(sql.type(storedRecord)`
+    SELECT id, data, created_at, updated_at
+    FROM records
+    WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ${id} AND live
+    FOR UPDATE
+  `);
+}
+
+/** Whether the language is live (a write that locked it checks again: a delete may have committed while it waited). */
+export async function languageIsLive(db: CommonQueryMethods, langKey: number): Promise<boolean> {
+  return db.exists(sql.unsafe`SELECT 1 FROM languages WHERE lang_key = ${langKey} AND deleted_at IS NULL`);
 }

@@ -1,6 +1,7 @@
-import type { CommonQueryMethods } from 'slonik';
+import type { CommonQueryMethods, DatabaseTransactionConnection } from 'slonik';
+import { z } from 'zod';
 import type { Database } from '../platform/db.js';
-import { LanguageNotFoundError, RecordNotFoundError, ValidationError } from '../platform/errors.js';
+import { BadRequestError, LanguageNotFoundError, RecordNotFoundError, ValidationError } from '../platform/errors.js';
 import { holdLanguageForWrite } from '../sync/locks.js';
 import {
   type ChangeOrigin,
@@ -11,31 +12,45 @@ import {
   type WrittenRecord,
   writeRecord,
 } from '../sync/write.repository.js';
-import { findLiveRecord, findProfileByEmail, shareLockLiveRecord } from './record.repository.js';
+import { findLiveRecord, findProfileByEmail, languageIsLive, lockLiveRecord, shareLockLiveRecord } from './record.repository.js';
 import { originOf, type WriteContext } from './write-context.js';
 
 export type { WriteContext } from './write-context.js';
 
 import { parseEnvelope } from '../catalogue/envelope.schema.js';
 import { isStorableText } from '../catalogue/primitives.schema.js';
-import { KINDS, type KindDefinition, type RecordKind } from '../catalogue/record-kinds.js';
+import {
+  KINDS,
+  type KindDefinition,
+  LINE_LISTS,
+  type LineParent,
+  type LinkWriter,
+  orderLineV2Schema,
+  type StoredKind,
+  v2IdSchema,
+} from '../catalogue/record-kinds.js';
+import { parseOrThrow } from '../catalogue/validation.js';
 import { forgetLanguageForWrites, languageForWrites, requireLanguage } from './language.service.js';
 
-/** The interface generation of a write: v1 POST bodies or v2 PUT bodies (products and categories). */
+/** The interface generation of a write: v1 POST bodies or v2 PUT bodies. */
 export type Generation = 'v1' | 'v2';
 
-/** The kind as a write of `generation` sees it: its schema and stored fields (v2 writes carry no lists). */
-export function writeView(kind: RecordKind, generation: Generation = 'v1'): KindDefinition {
+/** The kind as a write of `generation` sees it: its schema and stored fields (v2 writes carry no link lists). */
+export function writeView(kind: StoredKind, generation: Generation = 'v1'): KindDefinition {
   const definition = KINDS[kind];
   if (generation === 'v1') return definition;
-  if (!definition.v2) throw new Error(`${kind} has no v2 write`);
   return { ...definition, schema: definition.v2.schema, dataFields: definition.v2.dataFields, lists: [] };
 }
 
-/** The record as responses show it: id, every data field (null when unset), the kind's timestamps. */
+/** A v1 order line: `{id, quantity}`, quantity null when unset; v2's line fields are not shown (V2-SURFACE 1.6). */
+const v1OrderLines = (value: unknown) =>
+  Array.isArray(value) ? value.map((line: Record<string, unknown>) => ({ id: line['id'], quantity: line['quantity'] ?? null })) : value;
+
+/** The record as v1 responses show it: id, every v1 data field (null when unset), the kind's timestamps. */
 export function presentRecord(definition: KindDefinition, record: StoredRecord): Record<string, unknown> {
   const out: Record<string, unknown> = { id: record.id };
   for (const field of definition.dataFields) out[field] = record.data[field] ?? null;
+  if (definition.kind === 'order') out['products'] = v1OrderLines(out['products']);
   if (definition.timestamps.created) out['created_at'] = record.created_at;
   if (definition.timestamps.updated) out['updated_at'] = record.updated_at;
   return out;
@@ -84,9 +99,10 @@ async function resolveProfileId(db: CommonQueryMethods, langKey: number, input: 
  * database) still comes before unknown and invalid fields (CONTRACT 4 order).
  */
 async function parseRecord(
-  kind: RecordKind,
+  kind: StoredKind,
   body: unknown,
   definition: KindDefinition,
+  generation: Generation,
   checkProfileMissing: (raw: Record<string, unknown>) => Promise<void>,
 ): Promise<Record<string, unknown>> {
   try {
@@ -94,16 +110,18 @@ async function parseRecord(
   } catch (error) {
     const v2 = KINDS[kind].v2;
     if (
-      v2 &&
-      definition.schema === v2.schema &&
+      generation === 'v2' &&
+      v2.hint &&
       error instanceof ValidationError &&
       error.errorClass === 'unknown_parameters' &&
-      error.parameters.some((name) => v2.readOnlyLists.includes(name))
+      error.parameters.some((name) => v2.readOnly.includes(name))
     ) {
-      // CONTRACT 8: a v2 write naming a link list points to the assignment endpoints.
+      // CONTRACT 8, V2-SURFACE 2: a read-only field is refused with a message naming the way to change it.
       throw new ValidationError('unknown_parameters', error.parameters, `${error.message}. ${v2.hint}`);
     }
-    if (kind !== 'profile' || !(error instanceof ValidationError) || error.errorClass === 'missing_parameters') throw error;
+    // v2 profiles need both id and email on every write, so only v1's rule 9 reads the database first.
+    if (kind !== 'profile' || generation === 'v2' || !(error instanceof ValidationError) || error.errorClass === 'missing_parameters')
+      throw error;
     const raw = (body as Record<string, unknown>)['profile'] as Record<string, unknown>;
     // A present but malformed id or email is reported as invalid, not as missing.
     const rawId = raw['id'];
@@ -122,7 +140,7 @@ async function parseRecord(
 
 /** A validated write, ready to be stored: what single writes and bulk lines share. */
 export interface PreparedWrite {
-  kind: RecordKind;
+  kind: StoredKind;
   id: string;
   fields: Record<string, unknown>;
   lists: Record<string, string[]>;
@@ -140,17 +158,36 @@ export interface PreparedWrite {
 export async function prepareWrite(
   db: CommonQueryMethods,
   langKey: number,
-  kind: RecordKind,
+  kind: StoredKind,
   body: unknown,
   generation: Generation = 'v1',
 ): Promise<PreparedWrite> {
   const definition = writeView(kind, generation);
-  const input = await parseRecord(kind, body, definition, async (raw) => {
+  const input = await parseRecord(kind, body, definition, generation, async (raw) => {
     await resolveProfileId(db, langKey, raw);
   });
-  const id = kind === 'profile' ? await resolveProfileId(db, langKey, input) : (input['id'] as string);
+  const id = kind === 'profile' ? await resolveProfileId(db, langKey, input) : recordIdOf(definition, input);
   const { fields, lists, times } = splitInput(definition, input);
   return { kind, id, fields, lists, times, payload: { ...input, id }, generation };
+}
+
+/** The record's id: its `id`, or the body field that names it (V2-SURFACE 4, 5). */
+function recordIdOf(definition: KindDefinition, input: Record<string, unknown>): string {
+  if (!definition.idFrom) return input['id'] as string;
+  const value = input[definition.idFrom.field] as string;
+  return definition.idFrom.lowerCase ? value.toLowerCase() : value;
+}
+
+/**
+ * The record a write needs (a purchase event's order), held against a
+ * concurrent delete until the caller's transaction commits.
+ * @throws {RecordNotFoundError} with the required record's body.
+ */
+export async function holdRequiredRecord(tx: DatabaseTransactionConnection, langKey: number, prepared: PreparedWrite): Promise<void> {
+  const requires = KINDS[prepared.kind].requires;
+  if (!requires) return;
+  const id = prepared.payload[requires.field] as string;
+  if (!(await shareLockLiveRecord(tx, langKey, requires.kind, id))) throw new RecordNotFoundError(KINDS[requires.kind].resource);
 }
 
 /**
@@ -163,7 +200,15 @@ export async function storePrepared(
   prepared: PreparedWrite,
   origin: ChangeOrigin,
 ): Promise<WrittenRecord | null> {
-  return writeRecord(db, langKey, prepared.kind, prepared.id, prepared.fields, prepared.times, origin, prepared.payload);
+  if (!KINDS[prepared.kind].requires) {
+    return writeRecord(db, langKey, prepared.kind, prepared.id, prepared.fields, prepared.times, origin, prepared.payload);
+  }
+  return db.transaction(async (tx) => {
+    await holdLanguageForWrite(tx, langKey);
+    if (!(await languageIsLive(tx, langKey))) return null;
+    await holdRequiredRecord(tx, langKey, prepared);
+    return writeRecord(tx, langKey, prepared.kind, prepared.id, prepared.fields, prepared.times, origin, prepared.payload);
+  });
 }
 
 /** The response record: stored fields (of the write's generation) plus the list fields this write sent. */
@@ -182,10 +227,25 @@ export function presentWrite(prepared: PreparedWrite, record: StoredRecord): Rec
 export async function saveRecord(
   context: WriteContext,
   languageId: string,
-  kind: RecordKind,
+  kind: StoredKind,
   body: unknown,
   generation: Generation = 'v1',
 ) {
+  const { prepared, record } = await storeRecord(context, languageId, kind, body, generation);
+  return presentWrite(prepared, record);
+}
+
+/**
+ * saveRecord without the v1 presentation: the stored record, for v2 to show in its own shape.
+ * @throws {ValidationError} @throws {LanguageNotFoundError} @throws {RecordNotFoundError} a required record is missing.
+ */
+export async function storeRecord(
+  context: WriteContext,
+  languageId: string,
+  kind: StoredKind,
+  body: unknown,
+  generation: Generation = 'v1',
+): Promise<{ prepared: PreparedWrite; record: StoredRecord }> {
   // The language usually comes from a per-process cache; the write itself checks that it is still live.
   for (let fresh = false; ; fresh = true) {
     const language = await languageForWrites(context.db, context.accountId, languageId, fresh);
@@ -200,7 +260,7 @@ export async function saveRecord(
     const record = await storePrepared(context.db, language.lang_key, prepared, originOf(context, languageId));
     if (record) {
       context.notifier.notify(language.lang_key);
-      return presentWrite(prepared, record);
+      return { prepared, record };
     }
     forgetLanguageForWrites(context.db, context.accountId, languageId);
     // Deleted, or deleted and created again under a new key since it was cached: look once more.
@@ -212,7 +272,7 @@ export async function saveRecord(
  * Deletes one record; its cascade follows through the outbox.
  * @throws {LanguageNotFoundError} @throws {RecordNotFoundError}
  */
-export async function removeRecord(context: WriteContext, languageId: string, kind: RecordKind, id: string) {
+export async function removeRecord(context: WriteContext, languageId: string, kind: StoredKind, id: string) {
   const definition = KINDS[kind];
   const language = await requireLanguage(context.db, context.accountId, languageId);
   if (!isStorableText(id)) throw new RecordNotFoundError(definition.resource);
@@ -241,25 +301,164 @@ export async function lookupProfile(db: Database, accountId: number, languageId:
 }
 
 /**
- * v2 product-category assignment (PUT) or its removal (DELETE). The link is
- * applied by the worker in write order, like every relation change.
- * @throws {LanguageNotFoundError} @throws {RecordNotFoundError} when the product or the category does not exist.
+ * A v2 link writer (V2-SURFACE 3, CONTRACT 8): a product's category
+ * assignment or related product, added (PUT) or removed (DELETE). Both
+ * records must exist; no stubs. The link is applied by the worker in write
+ * order, like every relation change.
+ * @throws {LanguageNotFoundError} @throws {RecordNotFoundError} when the product or the other record does not exist.
  */
-export async function changeAssignment(
+export async function changeLink(
   context: WriteContext,
   languageId: string,
+  link: LinkWriter,
   productId: string,
-  categoryId: string,
+  otherId: string,
   action: 'assign' | 'unassign',
 ): Promise<void> {
   const language = await requireLanguage(context.db, context.accountId, languageId);
+  const other = KINDS[link.kind].resource;
   if (!isStorableText(productId)) throw new RecordNotFoundError('Product');
-  if (!isStorableText(categoryId)) throw new RecordNotFoundError('Category');
+  if (!isStorableText(otherId)) throw new RecordNotFoundError(other);
   await context.db.transaction(async (tx) => {
     await holdLanguageForWrite(tx, language.lang_key);
     if (!(await shareLockLiveRecord(tx, language.lang_key, 'product', productId))) throw new RecordNotFoundError('Product');
-    if (!(await shareLockLiveRecord(tx, language.lang_key, 'category', categoryId))) throw new RecordNotFoundError('Category');
-    await queueChange(tx, language.lang_key, 'product', action, productId, originOf(context, languageId), { category_id: categoryId });
+    if (!(await shareLockLiveRecord(tx, language.lang_key, link.kind, otherId))) throw new RecordNotFoundError(other);
+    await queueChange(tx, language.lang_key, 'product', action, productId, originOf(context, languageId), { [link.payloadKey]: otherId });
   });
   context.notifier.notify(language.lang_key);
+}
+
+/** A line as the order lines list shows it (V2-SURFACE 3). */
+export interface OrderLine {
+  id: string;
+  quantity: number | null;
+  variant_id: string | null;
+  custom_attributes?: unknown[];
+}
+
+const lineBodySchema = z
+  .object({
+    quantity: orderLineV2Schema.shape.quantity,
+    variant_id: orderLineV2Schema.shape.variant_id,
+    custom_attributes: orderLineV2Schema.shape.custom_attributes,
+  })
+  .strict();
+
+/** The stored lines of a parent, in order (a list of ids for carts, of line objects for orders). */
+function storedLines(parent: LineParent, record: StoredRecord): Array<OrderLine | string> {
+  const value = record.data[LINE_LISTS[parent].field];
+  return Array.isArray(value) ? (value as Array<OrderLine | string>) : [];
+}
+
+const lineProduct = (line: OrderLine | string) => (typeof line === 'string' ? line : line.id);
+
+/**
+ * PUT .../orders/{order_id}/products/{product_id} or
+ * .../shopping_carts/{cart_id}/products/{product_id} (V2-SURFACE 3): appends
+ * the product's line, or updates it in place (sent fields replace, omitted
+ * keep); where a v1 order repeats the product, one line stays, at the first
+ * one's place. The parent is read and written under its row lock, so the
+ * line list is never lost to a concurrent write; the change is audited as an
+ * `update` of the parent and stubs a missing product.
+ * @returns the order line (carts: null).
+ * @throws {LanguageNotFoundError} @throws {RecordNotFoundError} the parent. @throws {ValidationError} the body.
+ */
+export async function putLine(
+  context: WriteContext,
+  languageId: string,
+  parent: LineParent,
+  parentId: string,
+  productId: string,
+  body: unknown,
+): Promise<OrderLine | null> {
+  const language = await requireLanguage(context.db, context.accountId, languageId);
+  const resource = KINDS[parent].resource;
+  if (!v2IdSchema.safeParse(parentId).success) throw new RecordNotFoundError(resource);
+  return writeLines(context, language.lang_key, languageId, parent, parentId, (record) => {
+    // The parent is checked before the body, as a sub-listing checks its parent before its query.
+    if (!v2IdSchema.safeParse(productId).success) throw new ValidationError('invalid_parameters', ['product_id']);
+    const lines = storedLines(parent, record);
+    const first = lines.findIndex((line) => lineProduct(line) === productId);
+    // A cart line is only its product: the request takes no body (one that is sent is not read).
+    if (parent === 'shopping_cart') {
+      return { lines: first === -1 ? [...lines, productId] : lines, change: { line_product_id: productId }, line: null };
+    }
+    if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) {
+      throw new BadRequestError('The request body must be a JSON object');
+    }
+    const sent = parseOrThrow(lineBodySchema, body ?? {});
+    const old = first === -1 ? undefined : (lines[first] as OrderLine);
+    const line: OrderLine = {
+      id: productId,
+      quantity: sent.quantity !== undefined ? sent.quantity : first === -1 ? 1 : (old!.quantity ?? null),
+      variant_id: sent.variant_id !== undefined ? sent.variant_id : (old?.variant_id ?? null),
+    };
+    const attributes = sent.custom_attributes !== undefined ? sent.custom_attributes : old?.custom_attributes;
+    if (attributes !== undefined && attributes !== null) line.custom_attributes = attributes;
+    const next =
+      first === -1
+        ? [...lines, line]
+        : lines.flatMap((item, index) => (index === first ? [line] : lineProduct(item) === productId ? [] : [item]));
+    return { lines: next, change: { line_product_id: productId, line }, line };
+  });
+}
+
+/**
+ * DELETE of a line (V2-SURFACE 3): removes every line of the product; 204
+ * also when there is none, and then nothing is written.
+ * @throws {LanguageNotFoundError} @throws {RecordNotFoundError} the parent.
+ */
+export async function deleteLine(
+  context: WriteContext,
+  languageId: string,
+  parent: LineParent,
+  parentId: string,
+  productId: string,
+): Promise<void> {
+  const language = await requireLanguage(context.db, context.accountId, languageId);
+  if (!v2IdSchema.safeParse(parentId).success) throw new RecordNotFoundError(KINDS[parent].resource);
+  await writeLines(context, language.lang_key, languageId, parent, parentId, (record) => {
+    const lines = storedLines(parent, record);
+    const next = lines.filter((line) => lineProduct(line) !== productId);
+    return next.length === lines.length ? null : { lines: next, change: { line_product_id: productId, line_removed: true }, line: null };
+  });
+}
+
+/**
+ * Reads the parent under its row lock, lets `edit` compute its new lines, and
+ * writes them as one upsert of the parent whose payload names the line's
+ * product (`line_product_id`, stubbed unless `line_removed`): the applier
+ * audits it as an update of the parent (sync/change.applier.ts). `edit`
+ * returning null writes nothing.
+ */
+async function writeLines<T>(
+  context: WriteContext,
+  langKey: number,
+  languageId: string,
+  parent: LineParent,
+  parentId: string,
+  edit: (record: StoredRecord) => { lines: unknown[]; change: Record<string, unknown>; line: T } | null,
+): Promise<T | null> {
+  const result = await context.db.transaction(async (tx) => {
+    // The language's shared lock before any row lock, as every writer (docs/consistency.md).
+    await holdLanguageForWrite(tx, langKey);
+    const record = await lockLiveRecord(tx, langKey, parent, parentId);
+    if (!record) throw new RecordNotFoundError(KINDS[parent].resource);
+    const edited = edit(record);
+    if (!edited) return null;
+    const written = await writeRecord(
+      tx,
+      langKey,
+      parent,
+      parentId,
+      { [LINE_LISTS[parent].field]: edited.lines },
+      {},
+      originOf(context, languageId),
+      { id: parentId, ...edited.change },
+    );
+    if (!written) throw new LanguageNotFoundError(languageId);
+    return edited;
+  });
+  if (result) context.notifier.notify(langKey);
+  return result?.line ?? null;
 }

@@ -1,5 +1,5 @@
 import type { DatabaseTransactionConnection } from 'slonik';
-import { KINDS, type ListRelation, type RecordKind, TRACKED_FIELD } from '../catalogue/record-kinds.js';
+import { KINDS, LINK_WRITERS, type ListRelation, type StoredKind, TRACKED_FIELD, trackedValue } from '../catalogue/record-kinds.js';
 import {
   type AuditEntry,
   backdateCreation,
@@ -77,12 +77,12 @@ export class EntryApplier {
       this.audit('language', id, action === 'delete' ? 'delete' : created ? 'create' : 'update', actor, action === 'delete' ? {} : changes);
       return;
     }
-    if (action === 'upsert') await this.applyUpsert(kind as RecordKind, id, payload);
-    else if (action === 'delete') await this.applyDelete(kind as RecordKind, id);
-    else await this.applyAssignment(id, payload['category_id'] as string, action === 'assign');
+    if (action === 'upsert') await this.applyUpsert(kind as StoredKind, id, payload);
+    else if (action === 'delete') await this.applyDelete(kind as StoredKind, id);
+    else await this.applyLink(id, payload, action === 'assign');
   }
 
-  private async applyUpsert(kind: RecordKind, id: string, payload: Record<string, unknown>) {
+  private async applyUpsert(kind: StoredKind, id: string, payload: Record<string, unknown>) {
     const seq = this.entry.seq;
     const existed = await markWritten(this.tx, this.key(kind, id), sentReference(kind, payload));
     const { id: _id, ...changes } = payload;
@@ -102,9 +102,23 @@ export class EntryApplier {
       for (const other of removed) this.audit(kind, id, 'unlink', SYSTEM, { [step.list.field]: other });
       for (const other of added) this.audit(kind, id, 'link', SYSTEM, { [step.list.field]: other });
     }
+    const fansOut = KINDS[kind].fansOut;
+    if (fansOut) await this.fanOut(fansOut.kind, fansOut.field, id, payload[fansOut.field]);
   }
 
-  private async applyDelete(kind: RecordKind, id: string) {
+  /**
+   * A global unsubscribe (V2-SURFACE 4): every profile that has the email at
+   * this point of the serial order gets the value, unless a later write of
+   * the profile set that field; one audit entry per profile.
+   */
+  private async fanOut(kind: StoredKind, field: string, email: string, value: unknown) {
+    for (const profile of await serialChildren(this.tx, this.entry.lang_key, kind, email)) {
+      await projectFields(this.tx, this.key(kind, profile), { [field]: value }, this.entry.seq);
+      this.audit(kind, profile, 'update', SYSTEM, { [field]: value });
+    }
+  }
+
+  private async applyDelete(kind: StoredKind, id: string) {
     const key = this.key(kind, id);
     const row = await lockRow(this.tx, key);
     // Already gone at this point of the serial order (a cascade got there first): nothing changes.
@@ -144,25 +158,29 @@ export class EntryApplier {
   }
 
   /**
-   * v2 assignment: the API checked that both records existed in its view; the
-   * link changes only if both still exist at this point of the serial order.
+   * A v2 link writer (an assignment or a related product): the API checked
+   * that both records existed in its view; the link appears only if both
+   * still exist at this point of the serial order.
    */
-  private async applyAssignment(productId: string, categoryId: string, present: boolean) {
+  private async applyLink(productId: string, payload: Record<string, unknown>, present: boolean) {
+    const link = Object.values(LINK_WRITERS).find((writer) => typeof payload[writer.payloadKey] === 'string');
+    if (!link) throw new Error(`link change without a target: ${JSON.stringify(payload)}`);
+    const otherId = payload[link.payloadKey] as string;
     const product = await lockRow(this.tx, this.key('product', productId));
-    const category = await lockRow(this.tx, this.key('category', categoryId));
-    if (present && !(product?.w_live && category?.w_live)) return;
-    const changed = await setLink(this.tx, this.entry.lang_key, 'product_category', productId, categoryId, present, this.entry.seq);
-    if (changed) this.audit('product', productId, present ? 'link' : 'unlink', this.entry.actor, { category_ids: categoryId });
+    const other = await lockRow(this.tx, this.key(link.kind, otherId));
+    if (present && !(product?.w_live && other?.w_live)) return;
+    const changed = await setLink(this.tx, this.entry.lang_key, link.rel, productId, otherId, present, this.entry.seq);
+    if (changed) this.audit('product', productId, present ? 'link' : 'unlink', this.entry.actor, { [link.field]: otherId });
   }
 
   /** ensureStub for a list of ids, checking the usual case (all exist) in one statement. */
-  private async ensureStubs(kind: RecordKind, ids: string[]) {
+  private async ensureStubs(kind: StoredKind, ids: string[]) {
     const live = await serialLiveIds(this.tx, this.entry.lang_key, kind, ids);
     for (const id of ids) if (!live.has(id)) await this.ensureStub(kind, id, {});
   }
 
   /** Creates `kind`/`id` as a stub unless it exists at this point of the serial order. */
-  async ensureStub(kind: RecordKind, id: string, requested: Record<string, unknown>) {
+  async ensureStub(kind: StoredKind, id: string, requested: Record<string, unknown>) {
     const seq = this.entry.seq;
     const key = this.key(kind, id);
     let row = await lockRow(this.tx, key);
@@ -188,7 +206,7 @@ export class EntryApplier {
   }
 
   /** Point-at list: the child's reference field now names the writer. */
-  private async pointAt(kind: RecordKind, id: string, field: string, parent: string) {
+  private async pointAt(kind: StoredKind, id: string, field: string, parent: string) {
     const key = this.key(kind, id);
     const row = await lockRow(this.tx, key);
     if (!row) return;
@@ -199,14 +217,14 @@ export class EntryApplier {
     this.audit(kind, id, 'link', SYSTEM, { [field]: parent });
   }
 
-  private async setNull(kind: RecordKind, id: string, field: string) {
+  private async setNull(kind: StoredKind, id: string, field: string) {
     const key = this.key(kind, id);
     await setSerialState(this.tx, key, true, null);
     await projectFields(this.tx, key, { [field]: null }, this.entry.seq);
     this.audit(kind, id, 'unlink', SYSTEM, { [field]: null });
   }
 
-  private async cascadeDelete(kind: RecordKind, id: string) {
+  private async cascadeDelete(kind: StoredKind, id: string) {
     const key = this.key(kind, id);
     await lockRow(this.tx, key);
     await setSerialState(this.tx, key, false, null);
@@ -219,7 +237,7 @@ const unique = (ids: string[]) => [...new Set(ids)];
 
 /** One step of applying an upsert: stubs for `ids`, and with `list` that list's links (or point-at children). */
 export interface UpsertStep {
-  kind: RecordKind;
+  kind: StoredKind;
   ids: string[];
   list?: ListRelation;
 }
@@ -229,9 +247,12 @@ export interface UpsertStep {
  * the order of its audit entries): single references, stub lists, then each
  * list sent. Shared by the one-by-one and the set-based applier.
  */
-export function upsertSteps(kind: RecordKind, payload: Record<string, unknown>): UpsertStep[] {
+export function upsertSteps(kind: StoredKind, payload: Record<string, unknown>): UpsertStep[] {
   const definition = KINDS[kind];
   const steps: UpsertStep[] = [];
+  // A line write (records/record.service.ts putLine) names the one product it adds.
+  const lineProduct = payload['line_product_id'];
+  if (typeof lineProduct === 'string' && payload['line_removed'] !== true) steps.push({ kind: 'product', ids: [lineProduct] });
   for (const ref of definition.refs) {
     const target = payload[ref.field];
     if (ref.stub && typeof target === 'string') steps.push({ kind: ref.kind, ids: [target] });
@@ -248,7 +269,9 @@ export function upsertSteps(kind: RecordKind, payload: Record<string, unknown>):
 }
 
 /** The tracked reference an upsert sends (for the serial view), if it sends one. */
-export function sentReference(kind: RecordKind, payload: Record<string, unknown>): { value: string | null } | undefined {
+export function sentReference(kind: StoredKind, payload: Record<string, unknown>): { value: string | null } | undefined {
   const tracked = TRACKED_FIELD[kind];
-  return tracked !== undefined && payload[tracked] !== undefined ? { value: (payload[tracked] as string | null) ?? null } : undefined;
+  if (tracked === undefined || payload[tracked] === undefined) return undefined;
+  const value = payload[tracked] as string | null;
+  return { value: value === null ? null : trackedValue(kind, value) };
 }

@@ -1,5 +1,5 @@
 import type { DatabaseTransactionConnection } from 'slonik';
-import { KINDS, type ListRelation, type RecordKind } from '../catalogue/record-kinds.js';
+import { KINDS, type ListRelation, type StoredKind } from '../catalogue/record-kinds.js';
 import {
   type AuditEntry,
   insertStubsMany,
@@ -41,7 +41,9 @@ export type Segment = { fast: true; run: Planned[] } | { fast: false; entry: Out
 
 function plan(entry: OutboxEntry): Planned | undefined {
   if (entry.action !== 'upsert' || !(entry.kind in KINDS)) return undefined;
-  const steps = upsertSteps(entry.kind as RecordKind, entry.payload);
+  // A fan-out (global unsubscribe) changes other records one by one.
+  if (KINDS[entry.kind as StoredKind].fansOut) return undefined;
+  const steps = upsertSteps(entry.kind as StoredKind, entry.payload);
   return steps.some((step) => step.list?.mode === 'point-at') ? undefined : { entry, steps };
 }
 
@@ -80,7 +82,7 @@ export function splitIntoSegments(entries: readonly OutboxEntry[]): Segment[] {
  * set-based statements. Returns the audit entries in one-by-one order.
  */
 export async function applyRun(tx: Tx, run: readonly Planned[]): Promise<AuditEntry[]> {
-  const kind = run[0]!.entry.kind as RecordKind;
+  const kind = run[0]!.entry.kind as StoredKind;
   const langKey = run[0]!.entry.lang_key;
 
   const existed = await markWrittenMany(
@@ -90,7 +92,7 @@ export async function applyRun(tx: Tx, run: readonly Planned[]): Promise<AuditEn
     run.map(({ entry }) => ({ id: entry.record_id, sentRef: sentReference(kind, entry.payload) })),
   );
 
-  const firstNamedBy = new Map<string, { entry: OutboxEntry; kind: RecordKind; id: string }>();
+  const firstNamedBy = new Map<string, { entry: OutboxEntry; kind: StoredKind; id: string }>();
   for (const { entry, steps } of run) {
     for (const step of steps) {
       for (const id of step.ids) {

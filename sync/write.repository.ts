@@ -1,6 +1,6 @@
 import { type CommonQueryMethods, type DatabaseTransactionConnection, sql } from 'slonik';
 import { z } from 'zod';
-import type { RecordKind } from '../catalogue/record-kinds.js';
+import type { StoredKind } from '../catalogue/record-kinds.js';
 
 /*
  * The write half of the sync protocol: every accepted change takes a number
@@ -10,7 +10,7 @@ import type { RecordKind } from '../catalogue/record-kinds.js';
  * The single-statement writes are the SQL functions in sync/sql/.
  */
 
-/** What an outbox entry asks the applier to do. `assign`/`unassign` are v2 product-category assignments. */
+/** What an outbox entry asks the applier to do. `assign`/`unassign` are v2 link writers (category assignment, related product). */
 export type OutboxAction = 'upsert' | 'delete' | 'assign' | 'unassign';
 
 /** Who made a change and where: stored on its outbox row and, from there, on its audit entries. */
@@ -55,7 +55,7 @@ export interface RecordTimes {
 export async function writeRecord(
   db: CommonQueryMethods,
   langKey: number,
-  kind: RecordKind,
+  kind: StoredKind,
   id: string,
   fields: Record<string, unknown>,
   times: RecordTimes,
@@ -76,7 +76,7 @@ export async function writeRecord(
 }
 
 export interface RecordWrite {
-  kind: RecordKind;
+  kind: StoredKind;
   id: string;
   fields: Record<string, unknown>;
   times: RecordTimes;
@@ -138,7 +138,7 @@ export async function writeRecords(
 export async function deleteRecord(
   tx: DatabaseTransactionConnection,
   langKey: number,
-  kind: RecordKind,
+  kind: StoredKind,
   id: string,
   origin: ChangeOrigin,
 ): Promise<StoredRecord | null> {

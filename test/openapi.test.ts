@@ -1,3 +1,8 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import type Router from '@koa/router';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ZodTypeAny } from 'zod';
@@ -16,6 +21,7 @@ import {
 import { auditPageSchema, syncStatusSchema } from '../api/schemas/admin.schema.js';
 import { KINDS, RECORD_KINDS, type RecordKind } from '../catalogue/record-kinds.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
+import { checkResponse, UndocumentedResponseError } from './support/openapi-check.js';
 
 /*
  * What the document covers: every route of every @koa/router in the app, with
@@ -23,7 +29,7 @@ import { startEnvironment, type TestEnvironment } from './support/harness.js';
  * /docs/{asset}, and the queue dashboard's internals (its page is documented as
  * GET /admin/queues; its JSON calls and assets are a mounted app of bull-board's,
  * not a router of ours). Health probes, /metrics, /openapi.json and /docs are in
- * the document. A trailing-slash alias (/api/v1/languages/) counts as its path.
+ * the document. SPEC's POST /api/v1/languages/ (with the slash) is documented as its own path.
  */
 const UNDOCUMENTED = new Set(['GET /docs/{asset}']);
 /** Served by mounted Koa apps rather than routers: only their entry pages are operations. */
@@ -43,7 +49,7 @@ function servedOperations(env: TestEnvironment): Set<string> {
     if (!router) continue;
     for (const layer of router.stack as unknown as Layer[]) {
       if (layer.methods.length === 0 || typeof layer.path !== 'string') continue;
-      const path = toOpenApiPath(layer.path.length > 1 ? layer.path.replace(/\/$/, '') : layer.path);
+      const path = toOpenApiPath(layer.path);
       for (const method of layer.methods) {
         if (method === 'HEAD' || method === 'OPTIONS') continue;
         const operation = `${method} ${path}`;
@@ -91,6 +97,76 @@ describe('when the API description is fetched', () => {
     const served = servedOperations(env);
     expect([...documented()].filter((operation) => !served.has(operation)).sort()).toEqual([]);
     expect(served.size).toBeGreaterThan(20);
+  });
+
+  it("should pass Redocly's recommended lint rules with no error", async () => {
+    const directory = await mkdtemp(path.join(tmpdir(), 'openapi-'));
+    try {
+      const file = path.join(directory, 'openapi.json');
+      await writeFile(file, JSON.stringify(document));
+      const cli = path.resolve('node_modules/@redocly/cli/bin/cli.js');
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [cli, 'lint', file, '--config', path.resolve('redocly.yaml'), '--format', 'json'],
+        { maxBuffer: 64 * 1024 * 1024 },
+      ).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
+      const report = JSON.parse(stdout.slice(stdout.indexOf('{'))) as {
+        totals: { errors: number };
+        problems: Array<{ severity: string; message: string }>;
+      };
+      const errors = report.problems.filter((problem) => problem.severity === 'error').map((problem) => problem.message);
+      expect(errors).toEqual([]);
+      expect(report.totals.errors).toBe(0);
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('should declare every tag it uses, a server, security on every operation and a description on each', () => {
+    const declared = new Set((document.tags as Array<{ name: string }>).map((tag) => tag.name));
+    expect(document.servers.length).toBeGreaterThan(0);
+    for (const { path: route, method, operation } of operations()) {
+      for (const tag of operation.tags ?? []) expect(declared.has(tag), `${method} ${route} tag ${tag}`).toBe(true);
+      expect(Array.isArray(operation.security), `${method} ${route} security`).toBe(true);
+      expect(operation.description, `${method} ${route}`).toBeTruthy();
+      expect(operation.responses['405'], `${method} ${route} 405`).toBeDefined();
+    }
+    for (const route of ['/healthz', '/readyz', '/metrics', '/openapi.json', '/docs'])
+      expect(document.paths[route].get.security).toEqual([]);
+  });
+
+  it('should give URL fields a uri format and nullable enums a null', () => {
+    expect(document.components.schemas.ProductV2.properties.url).toMatchObject({ format: 'uri' });
+    const gender = document.components.schemas.ProfileV1.properties.gender;
+    expect(JSON.stringify(gender)).toContain('"null"');
+    const writeUrl = document.components.schemas.ProductV1Write.properties.url;
+    expect(JSON.stringify(writeUrl)).toContain('"uri"');
+  });
+
+  describe('when a response is not what the document describes', () => {
+    const response = (status: number, body: unknown, type = 'application/json') => ({
+      status,
+      headers: new Headers({ 'content-type': type }),
+      body,
+      text: body === undefined ? '' : JSON.stringify(body),
+    });
+    it.each([
+      ['an undocumented status', 'GET', '/api/v2/languages/nl/products/p1', response(418, { error: 'teapot' })],
+      ['a body its schema refuses', 'GET', '/api/v2/languages/nl/products/p1', response(200, { id: 1 })],
+      ['a missing required key', 'GET', '/healthz', response(200, {})],
+      ['an undocumented media type', 'GET', '/api/v2/languages/nl/products/p1', response(200, '<p/>', 'text/html')],
+      ['a body where none is documented', 'DELETE', '/api/v2/languages/nl/products/p1', response(204, { id: 'p1' })],
+      ['a path the document does not have', 'GET', '/api/v3/things', response(200, {})],
+      ['a method the path does not have, answered other than 405', 'PATCH', '/api/v2/languages/nl/products', response(200, {})],
+    ])('should fail the test for %s', async (_case, method, route, answer) => {
+      await expect(checkResponse(env.baseUrl, method, route, answer)).rejects.toBeInstanceOf(UndocumentedResponseError);
+    });
+
+    it('should accept what the document describes', async () => {
+      await checkResponse(env.baseUrl, 'GET', '/healthz', response(200, { status: 'ok' }));
+      await checkResponse(env.baseUrl, 'DELETE', '/api/v2/languages/nl/products/p1', response(204, undefined));
+      await checkResponse(env.baseUrl, 'GET', '/nowhere', response(404, { error: 'Not found' }));
+    });
   });
 
   it('should give every operation an id, and ids should be unique', () => {

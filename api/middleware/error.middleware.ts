@@ -8,7 +8,7 @@ function fromHttpError(error: { status?: number; headers?: Record<string, string
     case 404:
       return new RouteNotFoundError();
     case 405:
-      return new HttpStatusError(405, 'Method not allowed', error.headers);
+      return new HttpStatusError(405, methodNotAllowed(error.headers?.['Allow'] ?? error.headers?.['allow']), error.headers);
     case 501:
       return new HttpStatusError(501, 'Method not implemented');
     case 413:
@@ -18,6 +18,15 @@ function fromHttpError(error: { status?: number; headers?: Record<string, string
     default:
       return null;
   }
+}
+
+/** A 405 message that names the allowed methods, as `Allow` does (a reader of the body alone knows what to use). */
+export function methodNotAllowed(allow: string | undefined): string {
+  const methods = (allow ?? '')
+    .split(',')
+    .map((method) => method.trim())
+    .filter((method) => method !== '' && method !== 'HEAD' && method !== 'OPTIONS');
+  return methods.length === 0 ? 'Method not allowed' : `Method not allowed: this path allows ${methods.join(', ')}`;
 }
 
 /**
@@ -31,7 +40,7 @@ export async function errorMiddleware(ctx: AppContext, next: Next): Promise<void
     if (ctx.body === undefined || ctx.body === null) {
       // Routers answer 404/405/501 by status alone; give those the CONTRACT bodies (Allow stays set).
       if (ctx.status === 404) throw new RouteNotFoundError();
-      if (ctx.status === 405) ctx.body = { error: { message: 'Method not allowed' } };
+      if (ctx.status === 405) ctx.body = { error: { message: methodNotAllowed(ctx.response.get('Allow')) } };
       if (ctx.status === 501) ctx.body = { error: { message: 'Method not implemented' } };
     }
   } catch (caught) {

@@ -101,6 +101,14 @@ export const ERROR_RESPONSES = {
       content: json(plainErrorSchema),
     },
   },
+  methodNotAllowed: {
+    status: 405,
+    response: {
+      description: 'The path exists, but not with this method: `Allow` and the message name the methods it has',
+      headers: { Allow: header('The methods of this path, e.g. `GET, PUT`') },
+      content: json(messageErrorSchema),
+    },
+  },
   adminDisabled: {
     status: 503,
     response: { description: 'ADMIN_PASSWORD is not set: the admin interface is disabled', content: json(plainErrorSchema) },

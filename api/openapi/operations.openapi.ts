@@ -11,6 +11,7 @@ export function registerOperationsPaths(registry: OpenAPIRegistry): void {
     operationId: 'healthz',
     summary: 'The process is up',
     tags,
+    security: [],
     responses: { 200: { description: 'Up', content: json(z.object({ status: z.literal('ok') })) } },
   });
   const readiness = z
@@ -22,6 +23,7 @@ export function registerOperationsPaths(registry: OpenAPIRegistry): void {
     operationId: 'readyz',
     summary: 'Postgres and Redis are reachable',
     tags,
+    security: [],
     responses: {
       200: { description: 'Ready', content: json(readiness) },
       503: { description: 'A dependency is unreachable', content: json(readiness) },
@@ -33,6 +35,7 @@ export function registerOperationsPaths(registry: OpenAPIRegistry): void {
     operationId: 'metrics',
     summary: 'Prometheus metrics of this API process (no authentication, for the scraper)',
     tags,
+    security: [],
     responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: z.string() } } } },
   });
   registry.registerPath({
@@ -41,6 +44,7 @@ export function registerOperationsPaths(registry: OpenAPIRegistry): void {
     operationId: 'openapi',
     summary: 'This description (OpenAPI 3.1)',
     tags,
+    security: [],
     responses: { 200: { description: 'The document', content: json(z.record(z.unknown())) } },
   });
   registry.registerPath({
@@ -49,6 +53,7 @@ export function registerOperationsPaths(registry: OpenAPIRegistry): void {
     operationId: 'docs',
     summary: 'This description rendered for people (Swagger UI, served by the service itself)',
     tags,
+    security: [],
     responses: { 200: { description: 'HTML page', content: { 'text/html': { schema: z.string() } } } },
   });
 }

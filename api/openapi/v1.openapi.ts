@@ -2,7 +2,7 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { ZodTypeAny } from 'zod';
 import { languageSchema, languageWriteSchema } from '../../catalogue/language.schema.js';
 import { bulkListQuerySchema } from '../../catalogue/list-query.schema.js';
-import { dateTimeSchema, idListSchema, idSchema } from '../../catalogue/primitives.schema.js';
+import { dateTimeSchema, idListSchema, idSchema, urlSchema } from '../../catalogue/primitives.schema.js';
 import { KINDS, RECORD_KINDS, type RecordKind } from '../../catalogue/record-kinds.js';
 import { errors, json, paginated, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
 import { z } from './zod-openapi.js';
@@ -13,11 +13,12 @@ const pascal = (kind: string) => kind.replace(/(^|_)([a-z])/g, (_, __, letter: s
  * How a validated input field reads back in a response: ids become strings
  * (CONTRACT 2), date-times UTC strings, and every field is present, null when unset.
  */
-function responseView(schema: ZodTypeAny): ZodTypeAny {
+export function responseView(schema: ZodTypeAny): ZodTypeAny {
   if (schema === idSchema) return z.string();
   if (schema === idListSchema) return z.array(z.string());
   if (schema === dateTimeSchema) return z.string().openapi({ format: 'date-time' });
-  if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) return responseView(schema.unwrap()).nullable();
+  if (schema === urlSchema) return z.string().openapi({ format: 'uri' });
+  if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) return nullable(responseView(schema.unwrap()));
   if (schema instanceof z.ZodArray) return z.array(responseView(schema.element));
   if (schema instanceof z.ZodObject) {
     return z.object(
@@ -27,12 +28,30 @@ function responseView(schema: ZodTypeAny): ZodTypeAny {
   return schema;
 }
 
+/**
+ * `schema` or null. OpenAPI 3.1 writes a nullable enum as `type: [string, null]`
+ * with an `enum` that lacks null, which refuses null: an enum becomes `anyOf` with null.
+ */
+export function nullable(schema: ZodTypeAny): ZodTypeAny {
+  if (schema instanceof z.ZodNullable) return schema;
+  if (schema instanceof z.ZodEnum || schema instanceof z.ZodLiteral) return z.union([schema, z.null()]);
+  return schema.nullable();
+}
+
 /** The saved record of a v1 response, derived from the kind's write schema (see presentRecord in record.service). */
 export function v1RecordResponseSchema(kind: RecordKind) {
   const definition = KINDS[kind];
   const shape = (definition.schema as z.AnyZodObject).shape as Record<string, ZodTypeAny>;
   const fields: Record<string, ZodTypeAny> = { id: z.string() };
-  for (const field of definition.dataFields) fields[field] = responseView(shape[field]!).nullable();
+  for (const field of definition.dataFields) fields[field] = nullable(responseView(shape[field]!));
+  if (kind === 'order') {
+    // v1 shows lines as {id, quantity}; a status set through v2 may be any shop status (V2-SURFACE 2).
+    fields['products'] = z.array(z.object({ id: z.string(), quantity: z.number().int().nullable() })).nullable();
+    fields['status'] = z
+      .string()
+      .nullable()
+      .openapi({ description: 'processing, shipped, completed or cancelled when written through v1; v2 may store a shop status' });
+  }
   if (definition.timestamps.created) fields['created_at'] = z.string().openapi({ format: 'date-time' });
   if (definition.timestamps.updated) fields['updated_at'] = z.string().openapi({ format: 'date-time' });
   // List fields are shown only when the write sent them.
@@ -84,19 +103,29 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
   const tags = ['v1'];
   const security = SECURITY.bearer;
 
-  registry.registerPath({
-    method: 'post',
-    path: '/api/v1/languages',
-    operationId: 'v1SaveLanguage',
-    summary: 'Create or update a language (also at /api/v1/languages/)',
-    tags,
-    security,
-    request: { body: { required: true, content: json(envelope('language', languageWriteSchema.openapi('LanguageWrite'))) } },
-    responses: {
-      200: { description: 'Saved', content: json(saved('language', languageSchema.openapi('Language'), 'Language', 'saved')) },
-      ...errors('badRequest', 'unauthorized', 'tooLarge', 'unsupportedMediaType', 'serverError'),
-    },
-  });
+  // SPEC's path has the trailing slash; the service answers both spellings.
+  for (const [path, operationId] of [
+    ['/api/v1/languages/', 'v1SaveLanguage'],
+    ['/api/v1/languages', 'v1SaveLanguageNoSlash'],
+  ] as const) {
+    registry.registerPath({
+      method: 'post',
+      path,
+      operationId,
+      summary: path.endsWith('/')
+        ? 'Create or update a language (SPEC createLanguage)'
+        : 'Create or update a language (the same without the slash)',
+      description:
+        'Merges into the live language of that id: `name` and `code` are required on every v1 write; omitted optional fields keep their values.',
+      tags,
+      security,
+      request: { body: { required: true, content: json(envelope('language', languageWriteSchema.openapi('LanguageWrite'))) } },
+      responses: {
+        200: { description: 'Saved', content: json(saved('language', languageSchema.openapi('Language'), 'Language', 'saved')) },
+        ...errors('badRequest', 'unauthorized', 'tooLarge', 'unsupportedMediaType', 'serverError'),
+      },
+    });
+  }
 
   registry.registerPath({
     method: 'delete',

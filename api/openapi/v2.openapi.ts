@@ -1,9 +1,24 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { ZodTypeAny } from 'zod';
-import { DEFAULT_PER_PAGE, MAX_PER_PAGE } from '../../catalogue/list-query.schema.js';
-import { KINDS, RECORD_KINDS, type RecordKind } from '../../catalogue/record-kinds.js';
-import { errors, json, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
-import { v1RecordResponseSchema } from './v1.openapi.js';
+import {
+  ATTRIBUTE_DATATYPES,
+  ATTRIBUTE_RESOURCES,
+  attributeDefinitionSchema,
+  attributeDefinitionWriteSchema,
+} from '../../catalogue/attribute-definition.schema.js';
+import { languageSchema, languageV2WriteSchema } from '../../catalogue/language.schema.js';
+import { DEFAULT_PER_PAGE, MAX_EMAILS, MAX_PER_PAGE } from '../../catalogue/list-query.schema.js';
+import {
+  KINDS,
+  LINE_LISTS,
+  LINK_WRITERS,
+  type LineParent,
+  RECORD_KINDS,
+  STORED_KINDS,
+  type StoredKind,
+} from '../../catalogue/record-kinds.js';
+import { errors, json, NO_CONTENT, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
+import { nullable, responseView } from './v1.openapi.js';
 import { z } from './zod-openapi.js';
 
 /*
@@ -26,13 +41,15 @@ const customAttributeSchema = z
   })
   .openapi('CustomAttribute', { description: '`name` and exactly one value field; names are unique within a record' });
 
+const uri = () => z.string().openapi({ format: 'uri' });
+
 const productSchema = z
   .object({
     id: z.string(),
     name: z.string().nullable(),
     visible: z.boolean().nullable(),
-    main_image: z.string().nullable(),
-    url: z.string().nullable(),
+    main_image: uri().nullable(),
+    url: uri().nullable(),
     short_description: z.string().nullable(),
     price: z.number().nullable(),
     brand_id: z.string().nullable(),
@@ -50,7 +67,7 @@ const categorySchema = z
     name: z.string().nullable(),
     parent_category_id: z.string().nullable(),
     product_ids: ids('Products currently assigned'),
-    url: z.string().nullable(),
+    url: uri().nullable(),
     visible: z.boolean().nullable(),
     created_at: dateTime(),
     updated_at: dateTime(),
@@ -58,35 +75,102 @@ const categorySchema = z
   })
   .openapi('CategoryV2');
 
-const brandSchema = z
+const orderLineSchema = z
+  .object({ id: z.string(), quantity: z.number().int().nullable(), variant_id: z.string().nullable() })
+  .openapi('OrderLine', { description: 'A line of an order; its custom attributes show in the lines list' });
+
+/** What a kind shows besides its write fields: derived, read-only lists (V2-SURFACE 2). */
+const DERIVED: Partial<Record<StoredKind, Record<string, ZodTypeAny>>> = {
+  brand: { product_ids: ids('Live products whose brand_id is this brand (read-only)') },
+  order: { product_ids: ids("The distinct products of the order's lines, in line order (read-only)") },
+};
+
+/** A kind's v2 record from its v2 write schema: every field present, null when unset, lists [] (read.service.ts). */
+function v2RecordSchema(kind: StoredKind): ZodTypeAny {
+  const definition = KINDS[kind];
+  const shape = (definition.v2.schema as z.AnyZodObject).shape as Record<string, ZodTypeAny>;
+  const fields: Record<string, ZodTypeAny> = { id: z.string() };
+  for (const field of definition.v2.dataFields) {
+    if (field === 'custom_attributes') fields[field] = z.array(customAttributeSchema);
+    else if (kind === 'order' && field === 'products') fields[field] = z.array(orderLineSchema);
+    else if (kind === 'shopping_cart' && field === 'product_ids') fields[field] = ids('The products in the cart, in cart order');
+    else if (field.endsWith('_id')) fields[field] = z.string().nullable();
+    else fields[field] = nullable(responseView(shape[field]!));
+  }
+  if (kind === 'order') {
+    fields['status'] = z
+      .string()
+      .nullable()
+      .openapi({ description: "SPEC's processing, shipped, completed, cancelled, or a shop's own status" });
+  }
+  Object.assign(fields, DERIVED[kind] ?? {});
+  if (definition.timestamps.created) fields['created_at'] = dateTime();
+  if (definition.timestamps.updated) fields['updated_at'] = dateTime();
+  for (const required of ['profile_id', 'product_id', 'email', 'ordered_at']) {
+    // Required on every write, but a stub holds only its id.
+    if (fields[required] && !(fields[required] instanceof z.ZodNullable)) fields[required] = fields[required].nullable();
+  }
+  return z.object(fields).openapi(`${pascal(kind)}V2`);
+}
+
+const globalUnsubscribeSchema = z
   .object({
-    id: z.string(),
-    name: z.string().nullable(),
-    url: z.string().nullable(),
-    content: z.string().nullable(),
-    product_ids: ids('Live products whose brand_id is this brand'),
+    profile_email: z.string().openapi({ format: 'email', description: 'In lower case' }),
+    unsubscribed: z.boolean(),
+    profile_id: z.string().nullable().openapi({ description: "The language's (oldest) profile with this email, if any" }),
     created_at: dateTime(),
     updated_at: dateTime(),
   })
-  .openapi('BrandV2');
+  .openapi('GlobalUnsubscribe');
 
-/** The full record of each kind as v2 reads show it. */
-export function recordSchema(kind: RecordKind): ZodTypeAny {
-  if (kind === 'product') return productSchema;
-  if (kind === 'category') return categorySchema;
-  if (kind === 'brand') return brandSchema;
-  // The other kinds have no link lists: v2 shows their v1 records.
-  return v1RecordResponseSchema(kind);
+const purchaseEventSchema = z
+  .object({ order_id: z.string(), profile_id: z.string(), visitor_token: z.string(), created_at: dateTime(), updated_at: dateTime() })
+  .openapi('PurchaseEvent');
+
+const RECORD_SCHEMAS: Record<StoredKind, ZodTypeAny> = {
+  product: productSchema,
+  category: categorySchema,
+  brand: v2RecordSchema('brand'),
+  variant: v2RecordSchema('variant'),
+  review: v2RecordSchema('review'),
+  profile: v2RecordSchema('profile'),
+  order: v2RecordSchema('order'),
+  shopping_cart: v2RecordSchema('shopping_cart'),
+  global_unsubscribe: globalUnsubscribeSchema,
+  purchase_event: purchaseEventSchema,
+};
+
+/** The full record of each kind as v2 reads and PUTs show it. */
+export function recordSchema(kind: StoredKind): ZodTypeAny {
+  return RECORD_SCHEMAS[kind];
 }
+
+const lineItemSchemas: Record<LineParent, ZodTypeAny> = {
+  order: z
+    .object({
+      order_id: z.string(),
+      product_id: z.string(),
+      quantity: z.number().int().nullable(),
+      variant_id: z.string().nullable(),
+      custom_attributes: z.array(customAttributeSchema),
+    })
+    .openapi('OrderLineItem'),
+  shopping_cart: z.object({ shopping_cart_id: z.string(), product_id: z.string() }).openapi('CartProductItem'),
+};
 
 export const summaries = {
   variant: z
-    .object({ id: z.string(), name: z.string().nullable(), price: z.number().nullable(), main_image: z.string().nullable() })
+    .object({ id: z.string(), name: z.string().nullable(), price: z.number().nullable(), main_image: uri().nullable() })
     .openapi('VariantSummary', { description: '`name` is the title, `price` the price_incl' }),
   category: z.object({ id: z.string() }).openapi('CategorySummary'),
-  product: z.object({ id: z.string(), name: z.string().nullable(), url: z.string().nullable() }).openapi('ProductSummary'),
+  product: z.object({ id: z.string(), name: z.string().nullable(), url: uri().nullable() }).openapi('ProductSummary'),
   profile: z
-    .object({ id: z.string(), email: z.string().nullable(), first_name: z.string().nullable(), last_name: z.string().nullable() })
+    .object({
+      id: z.string(),
+      email: z.string().nullable().openapi({ format: 'email' }),
+      first_name: z.string().nullable(),
+      last_name: z.string().nullable(),
+    })
     .openapi('ProfileSummary'),
 };
 
@@ -95,9 +179,11 @@ const metaSchema = z.object({ current_page: z.number().int(), per_page: z.number
 export const page = (item: ZodTypeAny) => z.object({ data: z.array(item), meta: metaSchema });
 
 const timestampFilter = (description: string) => z.string().optional().openapi({ format: 'date-time', description });
-const listQuery = z.object({
+const pageQuery = z.object({
   page: z.number().int().min(1).optional().openapi({ description: 'Page number, 1-based; a page past the end is empty', default: 1 }),
   per_page: z.number().int().min(1).max(MAX_PER_PAGE).optional().openapi({ default: DEFAULT_PER_PAGE }),
+});
+const listQuery = pageQuery.extend({
   created_after: timestampFilter('Only records created strictly after this instant'),
   created_before: timestampFilter('Only records created strictly before this instant'),
   updated_after: timestampFilter('Only records updated strictly after this instant'),
@@ -105,80 +191,146 @@ const listQuery = z.object({
 });
 
 const LIST_ERRORS = errors('badRequest', 'unauthorized', 'notFound', 'serverError');
+const profileListQuery = listQuery.extend({
+  'emails[]': z
+    .array(z.string().openapi({ format: 'email' }))
+    .max(MAX_EMAILS)
+    .optional()
+    .openapi({ description: 'Only profiles with one of these emails (case-insensitive); repeat the parameter, up to 250 values' }),
+});
+const languageResponse = languageSchema.extend({ url: uri().nullable() }).openapi('LanguageV2');
 
-/** Every /api/v2 operation. */
+/** Every /api/v2 operation, from the catalogue's tables as the router builds its routes. */
 export function registerV2Paths(registry: OpenAPIRegistry): void {
   const tags = ['v2'];
   const security = SECURITY.bearer;
   const language = { language_id: 'The language id (its own `id`)' };
+  const put = (path: string, operationId: string, summary: string, description: string, bodySchema: ZodTypeAny, answer: ZodTypeAny) =>
+    registry.registerPath({
+      method: 'put',
+      path,
+      operationId,
+      summary,
+      description,
+      tags,
+      security,
+      request: {
+        ...(path.includes('{language_id}') ? { params: pathParams(language) } : {}),
+        body: { required: true, content: json(bodySchema) },
+      },
+      responses: {
+        200: { description: 'The saved record, bare (the same shape GET returns)', content: json(answer) },
+        // Language-scoped: the language, or a record the write needs (a purchase event's order), may be missing.
+        ...errors(
+          ...(path.includes('{language_id}')
+            ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'unsupportedMediaType', 'serverError'] as const)
+            : WRITE_ERRORS.filter((name) => name !== 'languageNotFound')),
+        ),
+      },
+    });
 
   registry.registerPath({
     method: 'get',
     path: '/api/v2/languages',
     operationId: 'v2ListLanguages',
     summary: "The account's languages",
+    description: 'Ordered by creation, then id.',
     tags,
     security,
     request: { query: listQuery },
     responses: {
-      200: {
-        description: 'A page of languages, by creation',
-        content: json(
-          page(
-            z.object({ id: z.string(), name: z.string(), code: z.string(), active: z.boolean().nullable(), url: z.string().nullable() }),
-          ),
-        ),
-      },
+      200: { description: 'A page of languages, by creation', content: json(page(languageResponse)) },
       ...errors('badRequest', 'unauthorized', 'serverError'),
     },
   });
+  put(
+    '/api/v2/languages',
+    'v2SaveLanguage',
+    'Create or update a language',
+    'Only `id` is required; `name`, `code`, `active` and `url` are null until set. Omitted fields keep their values, `null` clears them.',
+    z.object({ language: languageV2WriteSchema.openapi('LanguageV2Write') }).strict(),
+    languageResponse,
+  );
   registry.registerPath({
     method: 'get',
     path: '/api/v2/languages/{language_id}',
     operationId: 'v2GetLanguage',
     summary: 'One language of the account',
+    description: "Another account's language is 404, as an unknown one.",
     tags,
     security,
     request: { params: pathParams(language) },
     responses: {
-      200: {
-        description: 'The language',
-        content: json(
-          z.object({ id: z.string(), name: z.string(), code: z.string(), active: z.boolean().nullable(), url: z.string().nullable() }),
-        ),
-      },
+      200: { description: 'The language', content: json(languageResponse) },
       ...errors('unauthorized', 'languageNotFound', 'serverError'),
     },
   });
+  registry.registerPath({
+    method: 'delete',
+    path: '/api/v2/languages/{language_id}',
+    operationId: 'v2DeleteLanguage',
+    summary: 'Delete a language and, in the background, every record in it',
+    description: 'The same id can be PUT again at once, and starts empty.',
+    tags,
+    security,
+    request: { params: pathParams(language) },
+    responses: { 204: NO_CONTENT, ...errors('unauthorized', 'languageNotFound', 'serverError') },
+  });
 
-  for (const kind of ['product', 'category'] as const) {
+  put(
+    '/api/v2/custom_attributes',
+    'v2SaveCustomAttribute',
+    'Create or update a custom attribute definition of the account',
+    'The handle is derived from `name` (lower case, runs of other characters than a-z and 0-9 as `_`); a definition is identified by `resource` and handle. Definitions describe attributes and never reject a write.',
+    z.object({ custom_attribute: attributeDefinitionWriteSchema.openapi('CustomAttributeDefinitionWrite') }).strict(),
+    attributeDefinitionSchema.openapi('CustomAttributeDefinition'),
+  );
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v2/custom_attributes',
+    operationId: 'v2ListCustomAttributes',
+    summary: "The account's custom attribute definitions",
+    description: `Ordered by first creation, then resource, then handle. Datatypes: ${ATTRIBUTE_DATATYPES.join(', ')}.`,
+    tags,
+    security,
+    request: { query: pageQuery.extend({ resource: z.enum(ATTRIBUTE_RESOURCES).optional() }) },
+    responses: {
+      200: { description: 'A page of definitions', content: json(page(attributeDefinitionSchema)) },
+      ...errors('badRequest', 'unauthorized', 'serverError'),
+    },
+  });
+
+  for (const kind of STORED_KINDS) {
     const { segment, resource, v2 } = KINDS[kind];
-    registry.registerPath({
-      method: 'put',
-      path: `/api/v2/languages/{language_id}/${segment}`,
-      operationId: `v2Save${pascal(kind)}`,
-      summary: `Create or update a ${resource.toLowerCase()} (merging: omitted fields keep their values)`,
-      description: v2!.hint,
-      tags,
-      security,
-      request: {
-        params: pathParams(language),
-        body: { required: true, content: json(z.object({ [kind]: v2!.schema.openapi(`${pascal(kind)}V2Write`) }).strict()) },
-      },
-      responses: {
-        200: { description: 'The saved record, bare; stubs and links follow from the queue', content: json(recordSchema(kind)) },
-        ...errors(...WRITE_ERRORS),
-      },
-    });
+    const name = resource.toLowerCase();
+    put(
+      `/api/v2/languages/{language_id}/${segment}`,
+      `v2Save${pascal(kind)}`,
+      `Create or update a ${name} (merging: omitted fields keep their values, null clears)`,
+      [
+        'A JSON body of exactly one key, the kind; 200 whether it creates or updates.',
+        v2.hint ?? '',
+        KINDS[kind].requires ? `The ${KINDS[kind].requires!.kind} must exist (404 otherwise).` : '',
+      ]
+        .filter(Boolean)
+        .join(' '),
+      z.object({ [kind]: v2.schema.openapi(`${pascal(kind)}V2Write`) }).strict(),
+      recordSchema(kind),
+    );
+  }
+
+  for (const kind of RECORD_KINDS) {
+    const { segment, resource } = KINDS[kind];
     registry.registerPath({
       method: 'delete',
       path: `/api/v2/languages/{language_id}/${segment}/{record_id}`,
       operationId: `v2Delete${pascal(kind)}`,
       summary: `Delete a ${resource.toLowerCase()} (irreversible; its cascade follows from the queue)`,
+      description: 'Cascades as CONTRACT 6.',
       tags,
       security,
       request: { params: pathParams({ ...language, record_id: `The ${resource.toLowerCase()} id` }) },
-      responses: { 204: { description: 'Deleted' }, ...errors('unauthorized', 'notFound', 'serverError') },
+      responses: { 204: NO_CONTENT, ...errors('unauthorized', 'notFound', 'serverError') },
     });
   }
 
@@ -189,6 +341,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       'The variants of a product',
       summaries.variant,
       { product_id: 'The product id' },
+      listQuery,
     ],
     [
       'products/{product_id}/categories',
@@ -196,6 +349,15 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       'The categories a product is assigned to',
       summaries.category,
       { product_id: 'The product id' },
+      listQuery,
+    ],
+    [
+      'products/{product_id}/relevant_products',
+      'v2ListRelevantProducts',
+      "The product's related products (whole products)",
+      productSchema,
+      { product_id: 'The product id' },
+      listQuery,
     ],
     [
       'categories/{category_id}/products',
@@ -203,64 +365,162 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       'The products assigned to a category',
       summaries.product,
       { category_id: 'The category id' },
+      listQuery,
+    ],
+    [
+      'brands/{brand_id}/products',
+      'v2ListBrandProducts',
+      'The products whose brand_id is the brand (whole products)',
+      productSchema,
+      { brand_id: 'The brand id' },
+      listQuery,
+    ],
+    [
+      'orders/{parent_id}/products',
+      'v2ListOrderLines',
+      "The order's lines, in line order",
+      lineItemSchemas.order,
+      { parent_id: 'The order id' },
+      pageQuery,
+    ],
+    [
+      'shopping_carts/{parent_id}/products',
+      'v2ListCartProducts',
+      "The cart's products, in cart order",
+      lineItemSchemas.shopping_cart,
+      { parent_id: 'The shopping cart id' },
+      pageQuery,
     ],
   ] as const;
-  for (const [path, operationId, summary, item, params] of subLists) {
+  for (const [path, operationId, summary, item, params, query] of subLists) {
     registry.registerPath({
       method: 'get',
       path: `/api/v2/languages/{language_id}/${path}`,
       operationId,
       summary,
+      description: query === pageQuery ? 'Takes `page` and `per_page` only.' : 'Ordered by created_at, then id.',
       tags,
       security,
-      request: { params: pathParams({ ...language, ...params }), query: listQuery },
-      responses: { 200: { description: 'A page, by created_at then id', content: json(page(item)) }, ...LIST_ERRORS },
+      request: { params: pathParams({ ...language, ...params }), query },
+      responses: { 200: { description: 'A page', content: json(page(item)) }, ...LIST_ERRORS },
     });
   }
 
-  for (const [method, operationId, summary] of [
-    ['put', 'v2AssignProductToCategory', 'Assign a product to a category (no effect when already assigned)'],
-    ['delete', 'v2UnassignProductFromCategory', 'Remove the assignment only (204 also when there was none)'],
-  ] as const) {
+  for (const [segment, link] of Object.entries(LINK_WRITERS)) {
+    const other = KINDS[link.kind].resource.toLowerCase();
+    const params = pathParams({ ...language, product_id: 'The product id', other_id: `The ${other} id` });
+    for (const [method, verb, summary] of [
+      ['put', 'Link', `Link a ${other} to the product (no effect when linked; both must exist, no stubs)`],
+      ['delete', 'Unlink', `Remove the link only (204 also when there was none)`],
+    ] as const) {
+      registry.registerPath({
+        method,
+        path: `/api/v2/languages/{language_id}/products/{product_id}/${segment}/{other_id}`,
+        operationId: `v2${verb}${pascal(segment)}`,
+        summary,
+        description: `The link (${link.field}) follows from the queue, audited as \`${method === 'put' ? 'link' : 'unlink'}\` of the product.`,
+        tags,
+        security,
+        request: { params },
+        responses: {
+          204: { description: 'Accepted; the link follows from the queue' },
+          ...errors('unauthorized', 'notFound', 'serverError'),
+        },
+      });
+    }
+  }
+
+  for (const parent of Object.keys(LINE_LISTS) as LineParent[]) {
+    const { segment, resource } = KINDS[parent];
+    const params = pathParams({ ...language, parent_id: `The ${resource.toLowerCase()} id`, product_id: 'The product id' });
+    const path = `/api/v2/languages/{language_id}/${segment}/{parent_id}/products/{product_id}`;
     registry.registerPath({
-      method,
-      path: '/api/v2/languages/{language_id}/products/{product_id}/categories/{category_id}',
-      operationId,
-      summary,
+      method: 'put',
+      path,
+      operationId: `v2Put${pascal(parent)}Line`,
+      summary:
+        parent === 'order'
+          ? "Add the product's line, or update it (sent fields replace, omitted keep; a new line's quantity is 1)"
+          : 'Add the product to the cart (no effect when present)',
+      description: 'A missing product becomes a stub; the change is audited as an update of the parent.',
       tags,
       security,
-      request: { params: pathParams({ ...language, product_id: 'The product id', category_id: 'The category id' }) },
+      request: {
+        params,
+        ...(parent === 'order'
+          ? {
+              body: {
+                required: false,
+                content: json(
+                  z
+                    .object({
+                      quantity: z.number().int().nullable().optional(),
+                      variant_id: z.string().nullable().optional(),
+                      custom_attributes: z.array(customAttributeSchema).nullable().optional(),
+                    })
+                    .strict()
+                    .openapi('OrderLineWrite'),
+                ),
+              },
+            }
+          : {}),
+      },
       responses: {
-        204: { description: 'Accepted; the link follows from the queue' },
-        ...errors('unauthorized', 'notFound', 'serverError'),
+        ...(parent === 'order' ? { 200: { description: 'The line', content: json(lineItemSchemas.order) } } : { 204: NO_CONTENT }),
+        ...errors(
+          ...(parent === 'order'
+            ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'unsupportedMediaType', 'serverError'] as const)
+            : (['unauthorized', 'notFound', 'serverError'] as const)),
+        ),
       },
     });
+    registry.registerPath({
+      method: 'delete',
+      path,
+      operationId: `v2Delete${pascal(parent)}Line`,
+      summary: "Remove the product's lines (204 also when there is none)",
+      tags,
+      security,
+      request: { params },
+      responses: { 204: NO_CONTENT, ...errors('unauthorized', 'notFound', 'serverError') },
+    });
   }
 
-  for (const kind of RECORD_KINDS) {
+  for (const kind of STORED_KINDS) {
     const { segment, resource } = KINDS[kind];
     const record = recordSchema(kind);
+    const plural = kind === 'profile' ? 'Profiles, as summaries' : `${resource}s`.replace(/ys$/, 'ies');
     registry.registerPath({
       method: 'get',
       path: `/api/v2/languages/{language_id}/${segment}`,
       operationId: `v2List${pascal(segment)}`,
-      summary: kind === 'profile' ? 'Profiles, as summaries' : `${resource}s`.replace(/ys$/, 'ies'),
+      summary: plural,
+      description:
+        kind === 'global_unsubscribe'
+          ? 'Ordered by created_at, then profile_email; a re-subscription stays listed with `unsubscribed: false`.'
+          : kind === 'purchase_event'
+            ? 'Ordered by created_at, then order_id.'
+            : 'Ordered by created_at, then id.',
       tags,
       security,
-      request: { params: pathParams(language), query: listQuery },
+      request: { params: pathParams(language), query: kind === 'profile' ? profileListQuery : listQuery },
       responses: {
-        200: { description: 'A page, by created_at then id', content: json(page(kind === 'profile' ? summaries.profile : record)) },
+        200: { description: 'A page', content: json(page(kind === 'profile' ? summaries.profile : record)) },
         ...LIST_ERRORS,
       },
     });
+    if (kind === 'global_unsubscribe') continue;
     registry.registerPath({
       method: 'get',
       path: `/api/v2/languages/{language_id}/${segment}/{record_id}`,
       operationId: `v2Get${pascal(kind)}`,
       summary: `One ${resource.toLowerCase()}`,
+      description: `404 \`{"error":"${resource} not found"}\` when there is none.`,
       tags,
       security,
-      request: { params: pathParams({ ...language, record_id: `The ${resource.toLowerCase()} id` }) },
+      request: {
+        params: pathParams({ ...language, record_id: kind === 'purchase_event' ? 'The order id' : `The ${resource.toLowerCase()} id` }),
+      },
       responses: {
         200: { description: `The ${resource.toLowerCase()}`, content: json(record) },
         ...errors('unauthorized', 'notFound', 'serverError'),

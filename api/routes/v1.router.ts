@@ -50,7 +50,8 @@ export function v1Router({ db, copyPool, verifier, notifier }: V1Dependencies) {
   });
 
   router.delete('/languages/:language_id', async (ctx: AppContext) => {
-    const language = await deleteLanguage(context(ctx), ctx.params['language_id']!);
+    const languageId = ctx.params['language_id']!;
+    const language = (await deleteLanguage(context(ctx), languageId)) ?? { id: languageId };
     ctx.body = { language, message: 'Language successfully deleted' };
   });
 

@@ -1,19 +1,27 @@
 import Router from '@koa/router';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
-import { KINDS, RECORD_KINDS } from '../../catalogue/record-kinds.js';
+import { parseEnvelope } from '../../catalogue/envelope.schema.js';
+import { languageV2WriteSchema } from '../../catalogue/language.schema.js';
+import { KINDS, LINE_LISTS, LINK_WRITERS, type LineParent, RECORD_KINDS, STORED_KINDS } from '../../catalogue/record-kinds.js';
 import type { Database } from '../../platform/db.js';
+import { LanguageNotFoundError } from '../../platform/errors.js';
 import {
   getLanguage,
   getRecord,
+  listBrandProducts,
   listCategoryProducts,
   listLanguages,
+  listLines,
   listProductCategories,
   listProductVariants,
   listRecords,
-  presentSaved,
+  listRelevantProducts,
+  presentStored,
   type ReadContext,
 } from '../../reads/read.service.js';
-import { changeAssignment, removeRecord, saveRecord, type WriteContext } from '../../records/record.service.js';
+import { listAttributeDefinitions, saveAttributeDefinition } from '../../records/attribute-definition.service.js';
+import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
+import { changeLink, deleteLine, putLine, removeRecord, storeRecord, type WriteContext } from '../../records/record.service.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 import { type AppContext, type AppState, principalOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
@@ -29,13 +37,17 @@ export interface V2Dependencies {
 
 registerOpenApi('v2', registerV2Paths);
 
-/** The v2 kinds with PUT upsert and DELETE (SPEC v2 table). */
-const WRITABLE = ['product', 'category'] as const;
+/** Kinds with GET one (global unsubscribes are read through their list only). */
+export const V2_READABLE = [...RECORD_KINDS, 'purchase_event'] as const;
+/** Kinds with DELETE (global unsubscribes and purchase events have none: V2-SURFACE 4, 5). */
+export const V2_DELETABLE = RECORD_KINDS;
 
 /**
- * /api/v2 (SPEC v2 table, CONTRACT 8): PUT upserts returning the bare record,
- * 204 deletes and assignments, paginated lists and sub-lists, and read-back of
- * every record kind and of the account's languages.
+ * /api/v2 (SPEC v2 table, CONTRACT 8, V2-SURFACE): PUT upserts of every kind
+ * returning the bare record in its v2 shape, 204 deletes, link and line
+ * writers, paginated lists and sub-lists, the account's languages and
+ * attribute definitions. Routes come from the catalogue's tables: a new kind
+ * or link is a row there, not a route here.
  */
 export function v2Router({ db, verifier, notifier }: V2Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v2' });
@@ -58,18 +70,40 @@ export function v2Router({ db, verifier, notifier }: V2Dependencies) {
     sendList(ctx, await listLanguages(reading(ctx), query(ctx)));
   });
 
+  router.put('/languages', body, async (ctx: AppContext) => {
+    const input = parseEnvelope('language', ctx.request.body, languageV2WriteSchema);
+    ctx.body = await saveLanguage(writing(ctx), input);
+  });
+
   router.get('/languages/:language_id', async (ctx: AppContext) => {
     ctx.body = await getLanguage(reading(ctx), param(ctx, 'language_id'));
   });
 
-  for (const kind of WRITABLE) {
+  router.delete('/languages/:language_id', async (ctx: AppContext) => {
+    const languageId = param(ctx, 'language_id');
+    if (!(await deleteLanguage(writing(ctx), languageId))) throw new LanguageNotFoundError(languageId);
+    ctx.status = 204;
+  });
+
+  router.put('/custom_attributes', body, async (ctx: AppContext) => {
+    ctx.body = await saveAttributeDefinition(db, principalOf(ctx).accountId, ctx.request.body);
+  });
+
+  router.get('/custom_attributes', async (ctx: AppContext) => {
+    ctx.body = await listAttributeDefinitions(db, principalOf(ctx).accountId, query(ctx));
+  });
+
+  for (const kind of STORED_KINDS) {
     const { segment } = KINDS[kind];
     router.put(`/languages/:language_id/${segment}`, body, async (ctx: AppContext) => {
       const languageId = param(ctx, 'language_id');
-      const saved = await saveRecord(writing(ctx), languageId, kind, ctx.request.body, 'v2');
-      ctx.body = await presentSaved(reading(ctx), languageId, kind, saved);
+      const { record } = await storeRecord(writing(ctx), languageId, kind, ctx.request.body, 'v2');
+      ctx.body = await presentStored(reading(ctx), languageId, kind, record);
     });
-    router.delete(`/languages/:language_id/${segment}/:record_id`, async (ctx: AppContext) => {
+  }
+
+  for (const kind of V2_DELETABLE) {
+    router.delete(`/languages/:language_id/${KINDS[kind].segment}/:record_id`, async (ctx: AppContext) => {
       await removeRecord(writing(ctx), param(ctx, 'language_id'), kind, param(ctx, 'record_id'));
       ctx.status = 204;
     });
@@ -83,27 +117,64 @@ export function v2Router({ db, verifier, notifier }: V2Dependencies) {
     sendList(ctx, await listProductCategories(reading(ctx), param(ctx, 'language_id'), param(ctx, 'product_id'), query(ctx)));
   });
 
+  router.get('/languages/:language_id/products/:product_id/relevant_products', async (ctx: AppContext) => {
+    sendList(ctx, await listRelevantProducts(reading(ctx), param(ctx, 'language_id'), param(ctx, 'product_id'), query(ctx)));
+  });
+
   router.get('/languages/:language_id/categories/:category_id/products', async (ctx: AppContext) => {
     sendList(ctx, await listCategoryProducts(reading(ctx), param(ctx, 'language_id'), param(ctx, 'category_id'), query(ctx)));
   });
 
-  const assignment = '/languages/:language_id/products/:product_id/categories/:category_id';
-  for (const [method, action] of [
-    ['put', 'assign'],
-    ['delete', 'unassign'],
-  ] as const) {
-    router[method](assignment, async (ctx: AppContext) => {
-      await changeAssignment(writing(ctx), param(ctx, 'language_id'), param(ctx, 'product_id'), param(ctx, 'category_id'), action);
+  router.get('/languages/:language_id/brands/:brand_id/products', async (ctx: AppContext) => {
+    sendList(ctx, await listBrandProducts(reading(ctx), param(ctx, 'language_id'), param(ctx, 'brand_id'), query(ctx)));
+  });
+
+  for (const [segment, link] of Object.entries(LINK_WRITERS)) {
+    const path = `/languages/:language_id/products/:product_id/${segment}/:other_id`;
+    for (const [method, action] of [
+      ['put', 'assign'],
+      ['delete', 'unassign'],
+    ] as const) {
+      router[method](path, async (ctx: AppContext) => {
+        await changeLink(writing(ctx), param(ctx, 'language_id'), link, param(ctx, 'product_id'), param(ctx, 'other_id'), action);
+        ctx.status = 204;
+      });
+    }
+  }
+
+  for (const parent of Object.keys(LINE_LISTS) as LineParent[]) {
+    const base = `/languages/:language_id/${KINDS[parent].segment}/:parent_id/products`;
+    router.get(base, async (ctx: AppContext) => {
+      sendList(ctx, await listLines(reading(ctx), param(ctx, 'language_id'), parent, param(ctx, 'parent_id'), query(ctx)));
+    });
+    router.put(`${base}/:product_id`, body, async (ctx: AppContext) => {
+      const parentId = param(ctx, 'parent_id');
+      const line = await putLine(writing(ctx), param(ctx, 'language_id'), parent, parentId, param(ctx, 'product_id'), ctx.request.body);
+      if (!line) {
+        ctx.status = 204;
+        return;
+      }
+      ctx.body = {
+        order_id: parentId,
+        product_id: line.id,
+        quantity: line.quantity,
+        variant_id: line.variant_id,
+        custom_attributes: line.custom_attributes ?? [],
+      };
+    });
+    router.delete(`${base}/:product_id`, async (ctx: AppContext) => {
+      await deleteLine(writing(ctx), param(ctx, 'language_id'), parent, param(ctx, 'parent_id'), param(ctx, 'product_id'));
       ctx.status = 204;
     });
   }
 
-  for (const kind of RECORD_KINDS) {
-    const { segment } = KINDS[kind];
-    router.get(`/languages/:language_id/${segment}`, async (ctx: AppContext) => {
+  for (const kind of STORED_KINDS) {
+    router.get(`/languages/:language_id/${KINDS[kind].segment}`, async (ctx: AppContext) => {
       sendList(ctx, await listRecords(reading(ctx), param(ctx, 'language_id'), kind, query(ctx)));
     });
-    router.get(`/languages/:language_id/${segment}/:record_id`, async (ctx: AppContext) => {
+  }
+  for (const kind of V2_READABLE) {
+    router.get(`/languages/:language_id/${KINDS[kind].segment}/:record_id`, async (ctx: AppContext) => {
       ctx.body = await getRecord(reading(ctx), param(ctx, 'language_id'), kind, param(ctx, 'record_id'));
     });
   }

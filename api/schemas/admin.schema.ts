@@ -1,9 +1,9 @@
-import { RECORD_KINDS } from '../../catalogue/record-kinds.js';
+import { STORED_KINDS } from '../../catalogue/record-kinds.js';
 import { auditEntryRow } from '../../sync/audit.repository.js';
 import { z } from '../openapi/zod-openapi.js';
 
 /** `kind` in the audit log: the v1 body key of the record, or `language`. */
-export const AUDIT_KINDS = ['language', ...RECORD_KINDS] as const;
+export const AUDIT_KINDS = ['language', ...STORED_KINDS] as const;
 
 export const AUDIT_DEFAULT_LIMIT = 100;
 export const AUDIT_MAX_LIMIT = 1_000;

@@ -7,6 +7,7 @@ import { createDatabase, type Database } from '../../platform/db.js';
 import { createLogger } from '../../platform/logger.js';
 import { migrate } from '../../platform/migrator.js';
 import { type RunningWorker, startWorker } from '../../worker/worker.js';
+import { checkResponse, openApiCheckEnabled } from './openapi-check.js';
 
 export const POSTGRES_URL = process.env['TEST_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432';
 export const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
@@ -76,6 +77,11 @@ export function testConfig(databaseName: string, overrides: Record<string, strin
   });
 }
 
+/**
+ * One request to the API. Every response is checked against the API's own
+ * /openapi.json (./openapi-check.ts): one the document does not describe
+ * fails the test that received it.
+ */
 export async function httpRequest(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse> {
   const headers: Record<string, string> = { ...options.headers };
   let body: string | Buffer | undefined;
@@ -93,7 +99,9 @@ export async function httpRequest(baseUrl: string, method: string, path: string,
   } catch {
     parsed = undefined;
   }
-  return { status: response.status, headers: response.headers, body: parsed, text };
+  const result = { status: response.status, headers: response.headers, body: parsed, text };
+  if (openApiCheckEnabled) await checkResponse(baseUrl, method, path, result);
+  return result;
 }
 
 /**

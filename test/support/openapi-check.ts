@@ -1,0 +1,112 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import formatsPlugin from 'ajv-formats';
+import { OpenAPIBackend, type Operation } from 'openapi-backend';
+
+/*
+ * Every response the component tests receive through the harness's
+ * `request` is checked against the service's own /openapi.json by
+ * openapi-backend (routing by path template, response schemas compiled by
+ * Ajv for JSON Schema 2020-12, which OpenAPI 3.1 uses). A response the
+ * document does not describe fails the test that received it: an
+ * undocumented status, an undocumented media type, a body where none is
+ * documented, or a JSON body its schema refuses.
+ */
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
+
+/** Served by mounted apps or static files that the document names but does not describe (see test/openapi.test.ts). */
+const OUTSIDE_THE_DOCUMENT = [/^\/docs\/[^/]+$/, /^\/admin\/queues\/.+/];
+
+export class UndocumentedResponseError extends Error {}
+
+const backends = new Map<string, Promise<OpenAPIBackend>>();
+
+/** null where no API answers (a worker's metrics server): nothing to check against. */
+async function backendFor(baseUrl: string): Promise<OpenAPIBackend | null> {
+  const response = await fetch(`${baseUrl}/openapi.json`);
+  const text = await response.text();
+  if (response.status !== 200) return null;
+  let backend = backends.get(text);
+  if (!backend) {
+    backend = (async () => {
+      const api = new OpenAPIBackend({
+        definition: JSON.parse(text),
+        // The document itself is checked by Redocly's linter (test/openapi.test.ts); openapi-backend's own document check is for 3.0.
+        quick: true,
+        // Response bodies only; OpenAPI 3.1 schemas are JSON Schema 2020-12.
+        customizeAjv: () => {
+          const ajv = new Ajv2020({ strict: false, allErrors: true });
+          // ajv-formats is CommonJS: its plugin is the module's default export.
+          (formatsPlugin as unknown as { default: (instance: Ajv2020) => void }).default(ajv);
+          return ajv as never;
+        },
+      });
+      await api.init();
+      return api;
+    })();
+    backends.set(text, backend);
+  }
+  return backend;
+}
+
+const documents = new Map<string, Promise<OpenAPIBackend | null>>();
+
+/** Whether the helper is on (TEST_OPENAPI_CHECK=off turns it off, e.g. to look at a response the document refuses). */
+export const openApiCheckEnabled = process.env['TEST_OPENAPI_CHECK'] !== 'off';
+
+/**
+ * Checks one response against the document the API at `baseUrl` serves.
+ * @throws {UndocumentedResponseError} naming the request and what the document does not describe.
+ */
+export async function checkResponse(
+  baseUrl: string,
+  method: string,
+  url: string,
+  response: { status: number; headers: Headers; body: unknown; text: string },
+): Promise<void> {
+  const lower = method.toLowerCase();
+  if (!(METHODS as readonly string[]).includes(lower)) return;
+  const path = new URL(url, baseUrl).pathname;
+  if (OUTSIDE_THE_DOCUMENT.some((pattern) => pattern.test(path))) return;
+  let backendPromise = documents.get(baseUrl);
+  if (!backendPromise) {
+    backendPromise = backendFor(baseUrl);
+    documents.set(baseUrl, backendPromise);
+  }
+  const api = await backendPromise;
+  if (!api) return;
+  const where = `${method.toUpperCase()} ${path} answered ${response.status}`;
+  const fail = (problem: string): never => {
+    throw new UndocumentedResponseError(`${where}, which /openapi.json does not describe: ${problem}\n${response.text.slice(0, 500)}`);
+  };
+  const match = (m: string) => api.router.matchOperation({ method: m, path, headers: {}, query: {} }) as Operation | undefined;
+  let operation = match(lower);
+  if (!operation) {
+    // Another method of a documented path: the path's operations document its 405.
+    const sibling = METHODS.map(match).find(Boolean);
+    if (!sibling) {
+      // No path of the document: only the plain 404 of an unknown path is expected there, or, anywhere
+      // under /admin, the guard's 401 (it answers before any route is looked up).
+      if (response.status === 404 && JSON.stringify(response.body) === '{"error":"Not found"}') return;
+      if (response.status === 401 && /^\/admin(\/|$)/i.test(path) && response.headers.get('www-authenticate')?.startsWith('Basic')) return;
+      return fail('no operation has this path');
+    }
+    if (response.status !== 405) return fail(`the path has no ${method.toUpperCase()} operation`);
+    operation = sibling;
+  }
+  const responses = (operation.responses ?? {}) as Record<string, { content?: Record<string, unknown> }>;
+  const status = String(response.status);
+  const documented = responses[status] ?? responses[`${status[0]}XX`] ?? responses['default'];
+  if (!documented) return fail(`${operation.operationId} documents ${Object.keys(responses).join(', ')}`);
+  const content = documented.content;
+  if (!content) {
+    if (response.text !== '') fail(`${operation.operationId} documents no body for ${status}`);
+    return;
+  }
+  const mediaType = (response.headers.get('content-type') ?? '').split(';')[0]!.trim();
+  if (!(mediaType in content))
+    return fail(`${operation.operationId} documents ${Object.keys(content).join(', ')} for ${status}, not ${mediaType}`);
+  if (mediaType !== 'application/json') return;
+  const result = api.validator.validateResponse(response.body, operation, response.status);
+  if (!result.valid) fail(JSON.stringify(result.errors?.slice(0, 5)));
+}
