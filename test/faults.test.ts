@@ -51,7 +51,8 @@ describe('when a worker is killed with SIGKILL in the middle of a batch', () => 
     env = await startEnvironment({ worker: false });
     const { token, accountId } = await prepare(env, 'kill');
     const sent: Sent[] = [];
-    for (const [index, operation] of generate(rng(SEED), 400).entries()) sent.push(await send(env, token, 'kill', operation, `k-${index}`));
+    for (const [index, operation] of generate(rng(SEED), 400, undefined, { v2Surface: true }).entries())
+      sent.push(await send(env, token, 'kill', operation, `k-${index}`));
 
     const victim = spawnWorker(env.config);
     children.push(victim);

@@ -187,3 +187,63 @@ describe('when the worker is stopped while random v1 and v2 requests are accepte
     }
   });
 });
+
+/*
+ * The rest of v2 (V2-SURFACE): PUTs and DELETEs of every kind, order and
+ * cart line writes, related-product links and global unsubscribes, mixed
+ * with v1 writes and deletes. One at a time (the model decides which
+ * requests leave no audit entry), concurrently (replayed in the service's
+ * numbering), and with the worker stopped for the whole run.
+ */
+describe('when random requests of the whole v2 surface are sent one after another', () => {
+  it.each(seeds)('should end, once drained, in the state of the serial model (seed %i)', async (seed) => {
+    const { token, languageId, accountId } = await setUp(seed + 70_000);
+    const worker = await startWorker(env.config);
+    try {
+      const operations = generate(rng(seed + 70_000), OPERATIONS, undefined, { v2Surface: true });
+      const sent: Sent[] = [];
+      for (const [index, operation] of operations.entries()) sent.push(await send(env, token, languageId, operation, `x${seed}-${index}`));
+      await check(seed + 70_000, languageId, accountId, sent, { order: 'sent', counts: true });
+    } finally {
+      await worker.close();
+    }
+  });
+});
+
+describe('when random requests of the whole v2 surface are sent concurrently', () => {
+  it.each(seeds)('should equal the serial model in the order the service numbered them (seed %i)', async (seed) => {
+    const { token, languageId, accountId } = await setUp(seed + 80_000);
+    const worker = await startWorker(env.config);
+    try {
+      const operations = generate(rng(seed + 80_000), OPERATIONS, undefined, { v2Surface: true });
+      const sent: Sent[] = [];
+      for (let start = 0; start < operations.length; start += 6) {
+        const chunk = operations.slice(start, start + 6);
+        sent.push(
+          ...(await Promise.all(chunk.map((operation, offset) => send(env, token, languageId, operation, `y${seed}-${start + offset}`)))),
+        );
+      }
+      await check(seed + 80_000, languageId, accountId, sent, { counts: true });
+    } finally {
+      await worker.close();
+    }
+  });
+});
+
+describe('when the worker is stopped while random requests of the whole v2 surface are accepted', () => {
+  it.each(seeds)('should catch up from the outbox and equal the serial model (seed %i)', async (seed) => {
+    const { token, languageId, accountId } = await setUp(seed + 90_000);
+    await env.worker?.close();
+    await secondWorker?.close();
+    secondWorker = undefined;
+    const operations = generate(rng(seed + 90_000), OPERATIONS, undefined, { v2Surface: true });
+    const sent: Sent[] = [];
+    for (const [index, operation] of operations.entries()) sent.push(await send(env, token, languageId, operation, `z${seed}-${index}`));
+    const worker = await startWorker(env.config);
+    try {
+      await check(seed + 90_000, languageId, accountId, sent, { order: 'sent', counts: true });
+    } finally {
+      await worker.close();
+    }
+  });
+});

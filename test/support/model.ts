@@ -4,7 +4,10 @@
  * alone, with all its effects, in order. The model-based tests compare the
  * service's drained state and audit log with it.
  */
-export type Kind = 'brand' | 'category' | 'product' | 'variant' | 'review' | 'profile' | 'order' | 'shopping_cart';
+/** The kinds the random requests write and delete. */
+export type RecordKind = 'brand' | 'category' | 'product' | 'variant' | 'review' | 'profile' | 'order' | 'shopping_cart';
+/** Every stored kind: the record kinds and the v2-only ones. */
+export type Kind = RecordKind | 'global_unsubscribe' | 'purchase_event';
 export type Fields = Record<string, unknown>;
 
 export interface AuditFact {
@@ -19,7 +22,18 @@ export class Model {
   readonly audit: AuditFact[] = [];
 
   constructor() {
-    for (const kind of ['brand', 'category', 'product', 'variant', 'review', 'profile', 'order', 'shopping_cart'] as Kind[]) {
+    for (const kind of [
+      'brand',
+      'category',
+      'product',
+      'variant',
+      'review',
+      'profile',
+      'order',
+      'shopping_cart',
+      'global_unsubscribe',
+      'purchase_event',
+    ] as Kind[]) {
       this.records.set(kind, new Map());
     }
   }
@@ -91,6 +105,8 @@ export class Model {
       profile: [],
       order: [],
       shopping_cart: [],
+      global_unsubscribe: [],
+      purchase_event: [],
     };
     for (const [name, value] of Object.entries(sent)) {
       if (listFields[kind].includes(name)) lists[name] = [...new Set((value as string[] | null) ?? [])];
@@ -147,6 +163,73 @@ export class Model {
         for (const category of lists['category_ids']) this.ensureStub('category', category);
         this.replace('product_category', 'a', 'product', id, lists['category_ids']);
       }
+    }
+  }
+
+  /**
+   * A v2 global unsubscribe (V2-SURFACE 4): the entry (id: the email in
+   * lower case) and, on every profile with that email, `unsubscribed`.
+   */
+  unsubscribe(email: string, unsubscribed: boolean): void {
+    const id = email.toLowerCase();
+    const table = this.table('global_unsubscribe');
+    this.log('global_unsubscribe', id, table.has(id) ? 'update' : 'create');
+    table.set(id, { unsubscribed });
+    for (const [profile, fields] of [...this.table('profile')].sort()) {
+      if (typeof fields['email'] === 'string' && fields['email'].toLowerCase() === id) {
+        fields['unsubscribed'] = unsubscribed;
+        this.log('profile', profile, 'update');
+      }
+    }
+  }
+
+  /**
+   * A v2 line write acknowledged with 200/204 (V2-SURFACE 3): an order line
+   * or a cart product added (or updated) or removed; an update of the parent
+   * that stubs the added product. A removal of an absent line writes nothing.
+   */
+  line(parent: 'order' | 'shopping_cart', id: string, product: string, remove: boolean, sent: Fields = {}): void {
+    const record = this.table(parent).get(id);
+    if (!record) return;
+    if (parent === 'shopping_cart') {
+      const ids = (record['product_ids'] as string[] | undefined) ?? [];
+      if (remove) {
+        if (!ids.includes(product)) return;
+        record['product_ids'] = ids.filter((item) => item !== product);
+      } else if (!ids.includes(product)) record['product_ids'] = [...ids, product];
+    } else {
+      const lines = (record['products'] as Fields[] | undefined) ?? [];
+      const first = lines.findIndex((item) => item['id'] === product);
+      if (remove) {
+        if (first === -1) return;
+        record['products'] = lines.filter((item) => item['id'] !== product);
+      } else {
+        const old = first === -1 ? undefined : lines[first]!;
+        const line: Fields = {
+          id: product,
+          quantity: sent['quantity'] !== undefined ? sent['quantity'] : old ? (old['quantity'] ?? null) : 1,
+          variant_id: sent['variant_id'] !== undefined ? sent['variant_id'] : (old?.['variant_id'] ?? null),
+        };
+        record['products'] =
+          first === -1
+            ? [...lines, line]
+            : lines.flatMap((item, index) => (index === first ? [line] : item['id'] === product ? [] : [item]));
+      }
+    }
+    this.log(parent, id, 'update');
+    if (!remove) this.ensureStub('product', product);
+  }
+
+  /** A v2 related-product link or unlink acknowledged with 204, like an assignment. */
+  relate(product: string, other: string, present: boolean): void {
+    const link = `${product}|${other}`;
+    const set = this.links.relevant;
+    if (present) {
+      if (!this.exists('product', product) || !this.exists('product', other) || set.has(link)) return;
+      set.add(link);
+      this.log('product', product, 'link');
+    } else if (set.delete(link)) {
+      this.log('product', product, 'unlink');
     }
   }
 

@@ -1,7 +1,7 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import type { TestEnvironment } from './harness.js';
-import { type AuditFact, type Fields, type Kind, Model, normalise } from './model.js';
+import { type AuditFact, type Fields, type RecordKind as Kind, Model, normalise } from './model.js';
 import { SEGMENT } from './v2-client.js';
 
 /** mulberry32: small, fast and good enough to drive reproducible scenarios. */
@@ -26,8 +26,16 @@ export type Rng = ReturnType<typeof rng>;
 export type Operation =
   | { type: 'write'; kind: Kind; body: Fields }
   | { type: 'delete'; kind: Kind; id: string }
-  /** v2 PUT of a product or category. */
-  | { type: 'put'; kind: 'product' | 'category'; body: Fields }
+  /** v2 PUT of any kind. */
+  | { type: 'put'; kind: Kind; body: Fields }
+  /** v2 DELETE of a record. */
+  | { type: 'v2delete'; kind: Kind; id: string }
+  /** v2 line write: PUT (or DELETE with `remove`) .../{orders|shopping_carts}/{id}/products/{product}. */
+  | { type: 'line'; parent: 'order' | 'shopping_cart'; id: string; product: string; remove: boolean; body?: Fields }
+  /** v2 related product link (PUT) or unlink (DELETE). */
+  | { type: 'relate'; product: string; other: string; present: boolean }
+  /** v2 global unsubscribe. */
+  | { type: 'unsubscribe'; email: string; unsubscribed: boolean }
   /** v2 assignment PUT (assign) or DELETE (unassign). */
   | { type: 'assign'; product: string; category: string }
   | { type: 'unassign'; product: string; category: string };
@@ -35,6 +43,11 @@ export type Operation =
 export interface GenerateOptions {
   /** Mix in v2 PUTs of products and categories (brand_id, parent_category_id, custom_attributes) and assignments. */
   v2?: boolean;
+  /**
+   * Mix in the rest of v2 (V2-SURFACE): PUTs and DELETEs of every kind, order
+   * and cart line writes, related-product links and global unsubscribes.
+   */
+  v2Surface?: boolean;
 }
 
 const KINDS: Kind[] = ['brand', 'category', 'product', 'variant', 'review', 'profile', 'order', 'shopping_cart'];
@@ -135,9 +148,64 @@ function v2Operation(r: Rng): Operation {
   return roll < 0.85 ? { type: 'assign', ...assignment } : { type: 'unassign', ...assignment };
 }
 
+/** A v2 body of a kind: ids are strings, date-times already in their stored form. */
+function v2Body(r: Rng, kind: Kind, id: string): Fields {
+  switch (kind) {
+    case 'brand':
+      return { id, name: `brand ${r.int(100)}`, ...(r.chance(0.3) ? { custom_attributes: customAttributes(r) } : {}) };
+    case 'variant':
+      return { id, product_id: r.pick(IDS), ...(r.chance(0.5) ? { url: `https://shop.test/v${r.int(9)}` } : {}) };
+    case 'review':
+      return { id, product_id: r.pick(IDS), profile_id: r.pick(IDS), ...(r.chance(0.5) ? { description: `d${r.int(9)}` } : {}) };
+    case 'profile':
+      return { id, email: `p${id}@example.test`, ...(r.chance(0.5) ? { is_company: r.chance(0.5) } : {}) };
+    case 'order':
+      return {
+        id,
+        profile_id: r.pick(IDS),
+        ordered_at: `2024-01-0${1 + r.int(9)}T00:00:00.000Z`,
+        ...(r.chance(0.6)
+          ? {
+              products: IDS.filter(() => r.chance(0.4)).map((product) => ({
+                id: product,
+                quantity: 1 + r.int(3),
+                variant_id: `v${r.int(3)}`,
+              })),
+            }
+          : {}),
+        ...(r.chance(0.3) ? { status: r.pick(['pending', 'shipped']) } : {}),
+      };
+    case 'shopping_cart':
+      return { id, profile_id: r.pick(IDS), ...(r.chance(0.6) ? { product_ids: IDS.filter(() => r.chance(0.4)) } : {}) };
+    default:
+      return body(r, kind, id);
+  }
+}
+
+function v2SurfaceOperation(r: Rng): Operation {
+  const roll = r.next();
+  const id = r.pick(IDS);
+  const kind = r.pick(['brand', 'variant', 'review', 'profile', 'order', 'shopping_cart'] as const);
+  if (roll < 0.35) return { type: 'put', kind, body: v2Body(r, kind, id) };
+  if (roll < 0.45) return { type: 'v2delete', kind, id };
+  if (roll < 0.75) {
+    const parent = r.pick(['order', 'shopping_cart'] as const);
+    const remove = r.chance(0.3);
+    const body =
+      parent === 'order' && !remove && r.chance(0.6) ? { quantity: r.int(5), ...(r.chance(0.5) ? { variant_id: 'vx' } : {}) } : undefined;
+    return { type: 'line', parent, id, product: r.pick(IDS), remove, ...(body ? { body } : {}) };
+  }
+  if (roll < 0.88) return { type: 'relate', product: id, other: r.pick(IDS), present: r.chance(0.7) };
+  return { type: 'unsubscribe', email: r.chance(0.5) ? `P${id}@Example.test` : `p${id}@example.test`, unsubscribed: r.chance(0.7) };
+}
+
 export function generate(r: Rng, count: number, kinds: Kind[] = KINDS, options: GenerateOptions = {}): Operation[] {
   const operations: Operation[] = [];
   for (let index = 0; index < count; index += 1) {
+    if (options.v2Surface && r.chance(0.5)) {
+      operations.push(v2SurfaceOperation(r));
+      continue;
+    }
     if (options.v2 && r.chance(0.4)) {
       operations.push(v2Operation(r));
       continue;
@@ -181,6 +249,31 @@ export async function send(
   requestId: string,
 ): Promise<Sent> {
   const headers = { 'x-request-id': requestId };
+  const base = `/api/v2/languages/${languageId}`;
+  const expect = (allowed: number[], response: { status: number; text: string }) => {
+    if (!allowed.includes(response.status)) throw new Error(`${JSON.stringify(operation)} answered ${response.status}: ${response.text}`);
+    return { operation, requestId, status: response.status };
+  };
+  if (operation.type === 'v2delete') {
+    return expect([204, 404], await env.request('DELETE', `${base}/${SEGMENT[operation.kind]}/${operation.id}`, { token, headers }));
+  }
+  if (operation.type === 'line') {
+    const path = `${base}/${SEGMENT[operation.parent]}/${operation.id}/products/${operation.product}`;
+    const response = await env.request(operation.remove ? 'DELETE' : 'PUT', path, { token, headers, body: operation.body });
+    return expect([200, 204, 404], response);
+  }
+  if (operation.type === 'relate') {
+    const path = `${base}/products/${operation.product}/relevant_products/${operation.other}`;
+    return expect([204, 404], await env.request(operation.present ? 'PUT' : 'DELETE', path, { token, headers }));
+  }
+  if (operation.type === 'unsubscribe') {
+    const response = await env.request('PUT', `${base}/global_unsubscribes`, {
+      token,
+      headers,
+      body: { global_unsubscribe: { email: operation.email, unsubscribed: operation.unsubscribed } },
+    });
+    return expect([200], response);
+  }
   if (operation.type === 'put') {
     const path = `/api/v2/languages/${languageId}/${SEGMENT[operation.kind]}`;
     const response = await env.request('PUT', path, { token, headers, body: { [operation.kind]: operation.body } });
@@ -256,6 +349,18 @@ function replay(model: Model, item: Sent): void {
       break;
     case 'delete':
       if (item.status === 200) model.delete(operation.kind, operation.id);
+      break;
+    case 'v2delete':
+      if (item.status === 204) model.delete(operation.kind, operation.id);
+      break;
+    case 'line':
+      if (item.status !== 404) model.line(operation.parent, operation.id, operation.product, operation.remove, operation.body);
+      break;
+    case 'relate':
+      if (item.status === 204) model.relate(operation.product, operation.other, operation.present);
+      break;
+    case 'unsubscribe':
+      model.unsubscribe(operation.email, operation.unsubscribed);
       break;
     case 'assign':
     case 'unassign':
