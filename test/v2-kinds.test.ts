@@ -404,3 +404,15 @@ describe('when v1 meets v2-only fields', () => {
     expect((await shop.all('/shopping_carts')).map((cart) => cart['id'])).toContain('flag');
   });
 });
+
+describe("when a client PUTs a record's own path (README, the v2 write shape)", () => {
+  it('should answer 405 naming the allowed methods in Allow and in the message', async () => {
+    const response = await shop.request('PUT', `/api/v2/languages/${shop.lang}/products/P-5`, { product: { id: 'P-5' } });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toMatch(/GET/);
+    expect(response.headers.get('allow')).toMatch(/DELETE/);
+    expect(response.body.error.message).toMatch(
+      /^Method not allowed: this path allows .*GET.*DELETE|^Method not allowed: this path allows .*DELETE.*GET/,
+    );
+  });
+});
