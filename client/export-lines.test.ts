@@ -59,6 +59,33 @@ describe('when a record is written as a bulk line', () => {
     });
   });
 
+  it('should write order lines as v1 lines carry them and say which v2 line values it cannot carry', () => {
+    const outcome = exportLine('order', {
+      id: 'O1',
+      profile_id: 'u1',
+      product_ids: ['P1', 'P2'],
+      products: [
+        { id: 'P1', quantity: 2, variant_id: null, custom_attributes: [] },
+        { id: 'P2', quantity: 1, variant_id: 'V2', custom_attributes: [] },
+      ],
+      checkout_id: null,
+      custom_attributes: [],
+    });
+    expect(outcome).toEqual({
+      line: JSON.stringify({
+        order: {
+          id: 'O1',
+          profile_id: 'u1',
+          products: [
+            { id: 'P1', quantity: 2 },
+            { id: 'P2', quantity: 1 },
+          ],
+        },
+      }),
+      dropped: ['products[].variant_id'],
+    });
+  });
+
   it('should report a value a v1 line refuses instead of dropping the record silently', () => {
     const outcome = exportLine('order', { id: 'O1', profile_id: 'u1', products: [], status: 'pending' });
     expect(outcome).toMatchObject({ skipped: 'unrepresentable', problem: expect.stringContaining('status') });

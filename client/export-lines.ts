@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { ZodArray, ZodEffects, ZodNullable, ZodObject, ZodOptional, type z } from 'zod';
 import { KINDS, RECORD_KINDS, type RecordKind } from '../catalogue/record-kinds.js';
 import { toValidationError } from '../catalogue/validation.js';
 
@@ -82,15 +82,17 @@ export function exportLine(kind: RecordKind, record: Record<string, unknown>): E
   const schema = KINDS[kind].schema as z.AnyZodObject;
   const accepted = new Set(Object.keys(schema.shape));
   const carried = CARRIED_BY[kind] ?? {};
+  const readOnly = KINDS[kind].v2.readOnly;
   const fields: Record<string, unknown> = {};
   const dropped: string[] = [];
   for (const [name, value] of Object.entries(record)) {
     if (value === null || name in carried) continue;
     if (!accepted.has(name)) {
-      if (!isEmpty(value)) dropped.push(name);
+      // A read-only v2 field the line does not take is derived from what it does (an order's product_ids from its lines).
+      if (!isEmpty(value) && !readOnly.includes(name)) dropped.push(name);
       continue;
     }
-    fields[name] = value;
+    fields[name] = keepItemFields(schema.shape[name], name, value, dropped);
   }
   // A profile is created only with an email (CONTRACT 4, rule 9), which the schema cannot say: one without is a stub.
   if (kind === 'profile' && fields['email'] === undefined) return { skipped: 'stub', dropped: [] };
@@ -101,6 +103,41 @@ export function exportLine(kind: RecordKind, record: Record<string, unknown>): E
     return { skipped: 'unrepresentable', problem: problem.message, dropped: [] };
   }
   return { line: JSON.stringify({ [kind]: fields }), dropped };
+}
+
+/**
+ * A list of objects (order lines) keeps only the item fields the line schema
+ * accepts: v2 lines also show `variant_id` and `custom_attributes`, which a
+ * v1 line refuses. Values left behind are named as `products[].variant_id`.
+ */
+function keepItemFields(field: z.ZodTypeAny, name: string, value: unknown, dropped: string[]): unknown {
+  const item = listItemShape(field);
+  if (!item || !Array.isArray(value)) return value;
+  const lost = new Set<string>();
+  const kept = value.map((entry) => {
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return entry;
+    const out: Record<string, unknown> = {};
+    for (const [key, inner] of Object.entries(entry as Record<string, unknown>)) {
+      if (key in item) out[key] = inner;
+      else if (!isEmpty(inner)) lost.add(`${name}[].${key}`);
+    }
+    return out;
+  });
+  dropped.push(...lost);
+  return kept;
+}
+
+/** The item shape of a field that is a list of objects, through optional, nullable and effects wrappers. */
+function listItemShape(field: z.ZodTypeAny): z.ZodRawShape | null {
+  let current: z.ZodTypeAny = field;
+  for (;;) {
+    if (current instanceof ZodOptional || current instanceof ZodNullable) current = current.unwrap();
+    else if (current instanceof ZodEffects) current = current.innerType();
+    else break;
+  }
+  if (!(current instanceof ZodArray)) return null;
+  const element: z.ZodTypeAny = current.element;
+  return element instanceof ZodObject ? element.shape : null;
 }
 
 const isEmpty = (value: unknown) => (Array.isArray(value) ? value.length === 0 : value === null || value === undefined);
