@@ -6,6 +6,16 @@ export type { AuditEntry } from './audit.repository.js';
 
 type Tx = DatabaseTransactionConnection;
 
+/** Where a change applied over several transactions got to: its next phase, and how far into it (see change.applier.ts). */
+export const changeProgress = z.object({
+  phase: z.number().int().nonnegative(),
+  /** How far into the phase's list. */
+  offset: z.number().int().nonnegative(),
+  /** The last key a keyset phase walked past. */
+  after: z.string().optional(),
+});
+export type ChangeProgress = z.infer<typeof changeProgress>;
+
 export const outboxEntry = z.object({
   seq: z.number(),
   lang_key: z.number(),
@@ -19,6 +29,7 @@ export const outboxEntry = z.object({
   actor: z.string(),
   request_id: z.string().nullable(),
   accepted_at: z.string(),
+  progress: changeProgress.nullable(),
 });
 export type OutboxEntry = z.infer<typeof outboxEntry>;
 
@@ -54,18 +65,22 @@ export async function readHorizon(db: DatabasePool, langKey: number): Promise<nu
   return lastSeq;
 }
 
-/** `after`: the last change this drain applied; the index entries of applied (deleted) changes before it are not walked again. */
+/**
+ * `after`: the last change this drain applied; the index entries of applied (deleted) changes before it are not walked again.
+ * `maxBytes`: the batch ends once the payloads before a change hold this much (at least one change is read).
+ */
 export async function readOutboxBatch(
   tx: Tx,
   langKey: number,
   after: number,
   maxSeq: number,
   limit: number,
+  maxBytes: number,
 ): Promise<readonly OutboxEntry[]> {
   return tx.any(sql.type(outboxEntry)`
     SELECT o.seq, o.lang_key, o.account_id, a.name AS account, o.language_id, o.kind, o.action, o.record_id,
-           o.payload, o.actor, o.request_id, o.accepted_at
-    FROM outbox_batch(${langKey}, ${after}, ${maxSeq}, ${limit}) o
+           o.payload, o.actor, o.request_id, o.accepted_at, o.progress
+    FROM outbox_batch(${langKey}, ${after}, ${maxSeq}, ${limit}, ${maxBytes}) o
     JOIN accounts a ON a.id = o.account_id
     ORDER BY o.seq
   `);
@@ -74,6 +89,11 @@ export async function readOutboxBatch(
 export async function deleteOutboxEntries(tx: Tx, seqs: number[]): Promise<void> {
   if (seqs.length === 0) return;
   await tx.query(sql.unsafe`DELETE FROM outbox WHERE seq = ANY(${sql.array(seqs, 'int8')})`);
+}
+
+/** Where a change split over several transactions got to; written with the slice's effects. */
+export async function saveChangeProgress(tx: Tx, seq: number, progress: ChangeProgress): Promise<void> {
+  await tx.query(sql.unsafe`UPDATE outbox SET progress = ${sql.jsonb(progress)} WHERE seq = ${seq}`);
 }
 
 export async function markOutboxEntryFailed(db: CommonQueryMethods, seq: number, error: string, maxAttempts: number): Promise<void> {
@@ -117,49 +137,170 @@ export async function setSerialState(tx: Tx, key: RecordKey, wLive: boolean, wRe
   await tx.query(sql.unsafe`UPDATE records SET w_live = ${wLive}, w_ref = ${wRef} WHERE ${where(key)}`);
 }
 
-/**
- * A stub where there is no row: live in both views. Returns false when an API
- * write inserted the row meanwhile (the caller then treats it as existing).
+/*
+ * Set-based statements. Each takes at most one slice of ids (the applier's
+ * budget, see change.applier.ts), so its time is bounded whatever the size of
+ * the list or of the relation it works on. They name their rows with
+ * `id = ANY(ids)`, or page through an index with a row comparison that only
+ * that index can serve, so every scan is bounded by the slice whatever the
+ * (often stale, mid-bulk) statistics say: with a language grown from nothing
+ * to a million rows since the last analyze, a join or anti-join against a
+ * list can be planned as a nested loop over both (10^10 comparisons for two
+ * lists of 100,000). No statement here joins a list against a table.
  */
-export async function insertStub(
+
+const textArray = (values: readonly string[]) => sql.array([...values], 'text');
+
+const compare = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+
+/** A record's key within a language, for sets and maps of targets. */
+export const targetKey = (kind: string, id: string) => `${kind}\u0000${id}`;
+
+/** What a stub holds: its fields (a point-at list's parent, or none) and its tracked reference. */
+export interface StubContent {
+  fields: Record<string, unknown>;
+  ref: string | null;
+}
+
+export const EMPTY_STUB: StubContent = { fields: {}, ref: null };
+
+/** A stub to create, numbered and timed as the change that names it. */
+export interface StubTarget {
+  kind: string;
+  id: string;
+  seq: number;
+  at: string;
+}
+
+/** The serial view of the rows of `ids` that exist (unlocked: only the language's applier writes it). */
+export async function serialStates(
   tx: Tx,
-  key: RecordKey,
+  langKey: number,
+  kind: string,
+  ids: readonly string[],
+): Promise<Map<string, { w_live: boolean; w_ref: string | null }>> {
+  if (ids.length === 0) return new Map();
+  const rows = await tx.any(sql.type(z.object({ id: z.string(), w_live: z.boolean(), w_ref: z.string().nullable() }))`
+    SELECT id, w_live, w_ref FROM records
+    WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ANY(${textArray(ids)})
+  `);
+  return new Map(rows.map((row) => [row.id, { w_live: row.w_live, w_ref: row.w_ref }]));
+}
+
+/**
+ * Stubs where there is no row: live in both views, each numbered by the change
+ * that names it. Returns the targetKeys inserted; a key an API write inserted
+ * meanwhile is left out, and the caller treats it as a row that exists
+ * (stubOutsideSerialView).
+ */
+export async function insertStubsMany(tx: Tx, langKey: number, stubs: readonly StubTarget[], content = EMPTY_STUB): Promise<Set<string>> {
+  if (stubs.length === 0) return new Set();
+  const fields = sql.jsonb(content.fields as never);
+  const rows = await tx.any(sql.type(z.object({ kind: z.string(), id: z.string() }))`
+    INSERT INTO records (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at, w_live, w_ref)
+    SELECT ${langKey}, t.kind, t.id, ${fields},
+           coalesce((SELECT jsonb_object_agg(k, t.seq) FROM jsonb_object_keys(${fields}) AS k), '{}'),
+           true, t.seq, t.seq, t.at, t.at, true, ${content.ref}::text
+    FROM unnest(
+      ${textArray(stubs.map((stub) => stub.kind))},
+      ${textArray(stubs.map((stub) => stub.id))},
+      ${sql.array(
+        stubs.map((stub) => stub.seq),
+        'int8',
+      )},
+      ${sql.array(
+        stubs.map((stub) => stub.at),
+        'timestamptz',
+      )}
+    ) AS t(kind, id, seq, at)
+    ORDER BY t.kind, t.id
+    ON CONFLICT (lang_key, kind, id) DO NOTHING
+    RETURNING kind, id
+  `);
+  return new Set(rows.map((row) => targetKey(row.kind, row.id)));
+}
+
+/**
+ * Stubs over rows that exist outside the serial view. Serially each target
+ * is created here, so it becomes live in the serial view; in the API view:
+ * - a tombstone deleted before the stub's number is revived as the stub;
+ * - a tombstone deleted later stays deleted (a stub never brings back what a
+ *   later request deleted);
+ * - a row the API already created later keeps its fields, gets the stub's
+ *   fields where it did not write them later, and its creation moves back to
+ *   the stub (so the API's create is, serially, an update).
+ * See docs/consistency.md, "A stub job runs after a later ...".
+ */
+export async function stubOutsideSerialView(tx: Tx, langKey: number, stubs: readonly StubTarget[], content = EMPTY_STUB): Promise<void> {
+  if (stubs.length === 0) return;
+  const fields = sql.jsonb(content.fields as never);
+  const ids = textArray(stubs.map((stub) => stub.id));
+  await tx.query(sql.unsafe`
+    WITH t AS (
+      SELECT * FROM unnest(
+        ${textArray(stubs.map((stub) => stub.kind))},
+        ${ids},
+        ${sql.array(
+          stubs.map((stub) => stub.seq),
+          'int8',
+        )},
+        ${sql.array(
+          stubs.map((stub) => stub.at),
+          'timestamptz',
+        )}
+      ) AS t(kind, id, seq, at)
+    )
+    UPDATE records r SET
+      w_live = true,
+      w_ref = ${content.ref}::text,
+      live = r.live OR r.deleted_seq < t.seq,
+      data = CASE
+        WHEN NOT r.live AND r.deleted_seq < t.seq THEN ${fields}
+        WHEN r.live AND r.deleted_seq < t.seq THEN r.data || (
+          SELECT coalesce(jsonb_object_agg(f.key, f.value), '{}') FROM jsonb_each(${fields}) f
+          WHERE coalesce((r.stamps ->> f.key)::bigint, 0) < t.seq
+        )
+        ELSE r.data
+      END,
+      stamps = CASE
+        WHEN NOT r.live AND r.deleted_seq < t.seq THEN coalesce((SELECT jsonb_object_agg(k, t.seq) FROM jsonb_object_keys(${fields}) AS k), '{}')
+        WHEN r.live AND r.deleted_seq < t.seq THEN r.stamps || (
+          SELECT coalesce(jsonb_object_agg(f.key, t.seq), '{}') FROM jsonb_each(${fields}) f
+          WHERE coalesce((r.stamps ->> f.key)::bigint, 0) < t.seq
+        )
+        ELSE r.stamps
+      END,
+      created_seq = CASE
+        WHEN NOT r.live AND r.deleted_seq < t.seq THEN t.seq
+        WHEN r.live AND r.deleted_seq < t.seq AND r.created_seq > t.seq THEN t.seq
+        ELSE r.created_seq
+      END,
+      write_seq = CASE WHEN NOT r.live AND r.deleted_seq < t.seq THEN greatest(r.write_seq, t.seq) ELSE r.write_seq END,
+      created_at = CASE
+        WHEN NOT r.live AND r.deleted_seq < t.seq THEN t.at
+        WHEN r.live AND r.deleted_seq < t.seq AND r.created_seq > t.seq THEN t.at
+        ELSE r.created_at
+      END,
+      updated_at = CASE WHEN NOT r.live AND r.deleted_seq < t.seq THEN t.at ELSE r.updated_at END
+    FROM t
+    WHERE r.lang_key = ${langKey} AND r.id = ANY(${ids}) AND r.kind = t.kind AND r.id = t.id AND NOT r.w_live
+  `);
+}
+
+/**
+ * Writes fields into the API view of `ids` as a change numbered `seq`: a field
+ * keeps its value where the API wrote it later, and nothing happens to a
+ * record deleted later.
+ */
+export async function projectFieldsMany(
+  tx: Tx,
+  langKey: number,
+  kind: string,
+  ids: readonly string[],
   fields: Record<string, unknown>,
   seq: number,
-  at: string,
-  wRef: string | null,
-): Promise<boolean> {
-  const result = await tx.query(sql.unsafe`
-    INSERT INTO records (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at, w_live, w_ref)
-    VALUES (
-      ${key.langKey}, ${key.kind}, ${key.id}, ${sql.jsonb(fields as never)},
-      coalesce((SELECT jsonb_object_agg(k, ${seq}::bigint) FROM jsonb_object_keys(${sql.jsonb(fields as never)}) AS k), '{}'),
-      true, ${seq}, ${seq}, ${at}::timestamptz, ${at}::timestamptz, true, ${wRef}
-    )
-    ON CONFLICT (lang_key, kind, id) DO NOTHING
-  `);
-  return result.rowCount > 0;
-}
-
-/** Revives a tombstone (deleted before `seq`) as a stub. */
-export async function reviveAsStub(tx: Tx, key: RecordKey, fields: Record<string, unknown>, seq: number, at: string) {
-  await tx.query(sql.unsafe`
-    UPDATE records SET
-      data = ${sql.jsonb(fields as never)},
-      stamps = coalesce((SELECT jsonb_object_agg(k, ${seq}::bigint) FROM jsonb_object_keys(${sql.jsonb(fields as never)}) AS k), '{}'),
-      live = true, created_seq = ${seq}, write_seq = greatest(write_seq, ${seq}),
-      created_at = ${at}::timestamptz, updated_at = ${at}::timestamptz
-    WHERE ${where(key)} AND NOT live AND deleted_seq < ${seq}
-  `);
-}
-
-/**
- * Writes fields into the API view as a change numbered `seq`: a field keeps
- * its value when the API wrote it later, and nothing happens when the record
- * was deleted later.
- */
-export async function projectFields(tx: Tx, key: RecordKey, fields: Record<string, unknown>, seq: number) {
-  if (Object.keys(fields).length === 0) return;
+): Promise<void> {
+  if (ids.length === 0 || Object.keys(fields).length === 0) return;
   const json = sql.jsonb(fields as never);
   await tx.query(sql.unsafe`
     UPDATE records SET
@@ -171,23 +312,52 @@ export async function projectFields(tx: Tx, key: RecordKey, fields: Record<strin
         SELECT coalesce(jsonb_object_agg(f.key, ${seq}::bigint), '{}') FROM jsonb_each(${json}) f
         WHERE coalesce((stamps ->> f.key)::bigint, 0) < ${seq}
       )
-    WHERE ${where(key)} AND live AND deleted_seq < ${seq}
+    WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ANY(${textArray(ids)}) AND live AND deleted_seq < ${seq}
   `);
 }
 
-/** A stub numbered `seq` precedes an API create numbered later: the record was created by the stub. */
-export async function backdateCreation(tx: Tx, key: RecordKey, seq: number, at: string) {
-  await tx.query(sql.unsafe`
-    UPDATE records SET created_seq = ${seq}, created_at = ${at}::timestamptz
-    WHERE ${where(key)} AND live AND deleted_seq < ${seq} AND created_seq > ${seq}
+/** Point-at list, serial view: the live records of `ids` whose tracked reference is not `parent` now name it. Returns those. */
+export async function moveSerialRefs(tx: Tx, langKey: number, kind: string, ids: readonly string[], parent: string): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const moved = await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+    UPDATE records SET w_ref = ${parent}
+    WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ANY(${textArray(ids)}) AND w_live AND w_ref IS DISTINCT FROM ${parent}
+    RETURNING id
   `);
+  return new Set(moved);
 }
 
 /**
- * Deletes in the API view as of `seq`: fields written later by the API
- * survive (they re-created the record), everything older goes.
+ * The next `limit` records (by id, after `after` when given) whose serial
+ * reference names `parentId`: the children a parent's delete cascades to or
+ * detaches, the profiles an unsubscribe fans out to. The row comparison can
+ * only be served by the w_ref index, which holds them in this order, so the
+ * scan reads exactly the page (an ordered scan of the kind's primary key,
+ * which stale statistics may prefer, could walk all of the kind).
  */
-export async function projectDelete(tx: Tx, key: RecordKey, seq: number) {
+export async function serialChildrenPage(
+  tx: Tx,
+  langKey: number,
+  kind: string,
+  parentId: string,
+  after: string | null,
+  limit: number,
+): Promise<readonly string[]> {
+  return tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM records
+    WHERE lang_key = ${langKey} AND kind = ${kind} AND w_ref = ${parentId} AND w_live
+      AND (w_ref, id) > (${parentId}::text, ${after ?? ''}::text)
+    ORDER BY w_ref, id
+    LIMIT ${limit}
+  `);
+}
+
+/** Cascade of a parent's delete numbered `seq`: gone in the serial view; in the API view only what no later write re-created. */
+export async function cascadeDeleteMany(tx: Tx, langKey: number, kind: string, ids: readonly string[], seq: number): Promise<void> {
+  if (ids.length === 0) return;
+  const matching = sql.fragment`lang_key = ${langKey} AND kind = ${kind} AND id = ANY(${textArray(ids)})`;
+  await tx.query(sql.unsafe`UPDATE records SET w_live = false, w_ref = NULL WHERE ${matching}`);
+  // Fields written later by the API survive (they re-created the record), everything older goes.
   await tx.query(sql.unsafe`
     UPDATE records SET
       live = write_seq > ${seq},
@@ -202,53 +372,95 @@ export async function projectDelete(tx: Tx, key: RecordKey, seq: number) {
       created_seq = CASE WHEN write_seq > ${seq} THEN write_seq ELSE created_seq END,
       created_at = CASE WHEN write_seq > ${seq} THEN updated_at ELSE created_at END,
       deleted_seq = ${seq}
-    WHERE ${where(key)} AND live AND deleted_seq < ${seq}
+    WHERE ${matching} AND live AND deleted_seq < ${seq}
   `);
 }
 
-export async function serialChildren(tx: Tx, langKey: number, kind: string, parentId: string): Promise<readonly string[]> {
-  return tx.anyFirst(sql.type(z.object({ id: z.string() }))`
-    SELECT id FROM records
-    WHERE lang_key = ${langKey} AND kind = ${kind} AND w_live AND w_ref = ${parentId}
-    ORDER BY id
+/** A parent's delete numbered `seq` clears the children's reference `field` (serially, and in the API view unless written later). */
+export async function setNullMany(
+  tx: Tx,
+  langKey: number,
+  kind: string,
+  ids: readonly string[],
+  field: string,
+  seq: number,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await tx.query(sql.unsafe`
+    UPDATE records SET w_live = true, w_ref = NULL
+    WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ANY(${textArray(ids)})
   `);
+  await projectFieldsMany(tx, langKey, kind, ids, { [field]: null }, seq);
 }
 
 export type LinkSide = 'a' | 'b';
 
-/** The writer's side of a many-to-many relation becomes exactly `ids`. */
-export async function replaceLinks(tx: Tx, langKey: number, rel: string, side: LinkSide, writer: string, ids: string[], seq: number) {
-  const mine = sql.identifier([side]);
-  const other = sql.identifier([side === 'a' ? 'b' : 'a']);
-  // Sorted, so the audit entries come out the same whichever path (per change or set-based) applied them.
-  const removed = [
-    ...(await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
-      DELETE FROM links
-      WHERE lang_key = ${langKey} AND rel = ${rel} AND ${mine} = ${writer} AND NOT (${other} = ANY(${sql.array(ids, 'text')}))
-      RETURNING ${other} AS id
-    `)),
-  ].sort();
-  const added =
-    ids.length === 0
-      ? []
-      : await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+const linkColumns = (side: LinkSide) => ({
+  mine: sql.identifier([side]),
+  other: sql.identifier([side === 'a' ? 'b' : 'a']),
+});
+
+/**
+ * The next `limit` ids linked to `id` on its side, in order, after `after`
+ * (from the start when null). The row comparison can only be served by the
+ * index that leads with this side, so the scan reads exactly the page.
+ */
+export async function linksPage(
+  tx: Tx,
+  langKey: number,
+  rel: string,
+  side: LinkSide,
+  id: string,
+  after: string | null,
+  limit: number,
+): Promise<readonly string[]> {
+  const { mine, other } = linkColumns(side);
+  return tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+    SELECT l.${other} AS id FROM links l
+    WHERE l.lang_key = ${langKey} AND l.rel = ${rel} AND l.${mine} = ${id}
+      AND (l.${mine}, l.${other}) > (${id}::text, ${after ?? ''}::text)
+    ORDER BY l.${mine}, l.${other}
+    LIMIT ${limit}
+  `);
+}
+
+/** Removes the links between `id` (on its side) and `others`. */
+export async function unlinkMany(
+  tx: Tx,
+  langKey: number,
+  rel: string,
+  side: LinkSide,
+  id: string,
+  others: readonly string[],
+): Promise<void> {
+  if (others.length === 0) return;
+  const { mine, other } = linkColumns(side);
+  await tx.query(sql.unsafe`
+    DELETE FROM links
+    WHERE lang_key = ${langKey} AND rel = ${rel} AND ${mine} = ${id} AND ${other} = ANY(${textArray(others)})
+  `);
+}
+
+/** Links the writer to `ids` (one slice of its list); returns the ids that were not linked yet. */
+export async function linkMany(
+  tx: Tx,
+  langKey: number,
+  rel: string,
+  side: LinkSide,
+  writer: string,
+  ids: readonly string[],
+  seq: number,
+): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { mine, other } = linkColumns(side);
+  const added = await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
     INSERT INTO links (lang_key, rel, ${mine}, ${other}, seq)
     SELECT ${langKey}, ${rel}, ${writer}, other_id, ${seq}
-    FROM unnest(${sql.array(ids, 'text')}) AS other_id
+    FROM unnest(${textArray(ids)}) AS other_id
     ON CONFLICT DO NOTHING
     RETURNING ${other} AS id
   `);
-  return { removed, added };
-}
-
-/** Removes every link of `id` on one side; returns the ids on the other side. */
-export async function removeLinks(tx: Tx, langKey: number, rel: string, side: LinkSide, id: string): Promise<readonly string[]> {
-  const mine = sql.identifier([side]);
-  const other = sql.identifier([side === 'a' ? 'b' : 'a']);
-  return tx.anyFirst(sql.type(z.object({ id: z.string() }))`
-    DELETE FROM links WHERE lang_key = ${langKey} AND rel = ${rel} AND ${mine} = ${id}
-    RETURNING ${other} AS id
-  `);
+  return new Set(added);
 }
 
 /** Adds or removes one link; true when that changed anything. */
@@ -260,18 +472,6 @@ export async function setLink(tx: Tx, langKey: number, rel: string, a: string, b
       `)
     : await tx.query(sql.unsafe`DELETE FROM links WHERE lang_key = ${langKey} AND rel = ${rel} AND a = ${a} AND b = ${b}`);
   return result.rowCount > 0;
-}
-
-/** Which of `ids` exist at this point of the serial order (their rows locked). One statement for a whole list. */
-export async function serialLiveIds(tx: Tx, langKey: number, kind: string, ids: string[]): Promise<Set<string>> {
-  if (ids.length === 0) return new Set();
-  const live = await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
-    SELECT id FROM records
-    WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ANY(${sql.array(ids, 'text')}) AND w_live
-    ORDER BY id
-    FOR UPDATE
-  `);
-  return new Set(live);
 }
 
 /**
@@ -296,10 +496,7 @@ export async function markWritten(tx: Tx, key: RecordKey, sentRef: { value: stri
   `);
 }
 
-/* Set-based forms for runs of independent upserts (see run.applier.ts). */
-
-/** A record's key within a language, for sets and maps of targets. */
-export const targetKey = (kind: string, id: string) => `${kind}\u0000${id}`;
+/* Forms for runs of independent upserts (see run.applier.ts). */
 
 /**
  * markWritten for many records of one kind at once.
@@ -311,11 +508,7 @@ export async function markWrittenMany(
   kind: string,
   rows: ReadonlyArray<{ id: string; sentRef: { value: string | null } | undefined }>,
 ): Promise<Map<string, boolean>> {
-  // `id = ANY(ids)` bounds every scan by the batch, whatever the (often stale, mid-bulk) statistics say.
-  const ids = sql.array(
-    rows.map((row) => row.id),
-    'text',
-  );
+  const ids = textArray(rows.map((row) => row.id));
   const result = await tx.any(sql.type(z.object({ id: z.string(), was_live: z.boolean() }))`
     WITH input AS (
       SELECT * FROM unnest(
@@ -364,96 +557,82 @@ export async function serialLiveness(
     SELECT r.kind, r.id, r.w_live
     FROM records r
     WHERE r.lang_key = ${langKey}
-      AND r.kind = ANY(${sql.array([...new Set(keys.map((key) => key.kind))], 'text')})
-      AND r.id = ANY(${sql.array([...new Set(keys.map((key) => key.id))], 'text')})
+      AND r.kind = ANY(${textArray([...new Set(keys.map((key) => key.kind))])})
+      AND r.id = ANY(${textArray([...new Set(keys.map((key) => key.id))])})
   `);
   return new Map(rows.filter((row) => wanted.has(targetKey(row.kind, row.id))).map((row) => [targetKey(row.kind, row.id), row.w_live]));
 }
 
 /**
- * Stubs (no fields) where there is no row, each numbered by the change that
- * first named it. Returns the targetKeys inserted; a key an API write
- * inserted meanwhile is left out, and the caller treats it as existing.
+ * The links of `writers` on their side, at most `limit` (the caller asks for
+ * one more than it can take, to know that a run is too big), sorted. (No
+ * ORDER BY: with a list of writers the index cannot return them in order,
+ * and sorting a writer's million links to keep a few would be the scan the
+ * limit is there to avoid.)
  */
-export async function insertStubsMany(
-  tx: Tx,
-  langKey: number,
-  stubs: ReadonlyArray<{ kind: string; id: string; seq: number; at: string }>,
-): Promise<Set<string>> {
-  if (stubs.length === 0) return new Set();
-  const rows = await tx.any(sql.type(z.object({ kind: z.string(), id: z.string() }))`
-    INSERT INTO records (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at, w_live, w_ref)
-    SELECT ${langKey}, t.kind, t.id, '{}', '{}', true, t.seq, t.seq, t.at, t.at, true, NULL
-    FROM unnest(
-      ${sql.array(
-        stubs.map((stub) => stub.kind),
-        'text',
-      )},
-      ${sql.array(
-        stubs.map((stub) => stub.id),
-        'text',
-      )},
-      ${sql.array(
-        stubs.map((stub) => stub.seq),
-        'int8',
-      )},
-      ${sql.array(
-        stubs.map((stub) => stub.at),
-        'timestamptz',
-      )}
-    ) AS t(kind, id, seq, at)
-    ORDER BY t.kind, t.id
-    ON CONFLICT (lang_key, kind, id) DO NOTHING
-    RETURNING kind, id
-  `);
-  return new Set(rows.map((row) => targetKey(row.kind, row.id)));
-}
-
-/**
- * replaceLinks for many writers of one relation side at once: each writer's
- * links become exactly its pairs. Writers must be distinct.
- */
-export async function replaceLinksMany(
+export async function existingLinks(
   tx: Tx,
   langKey: number,
   rel: string,
   side: LinkSide,
   writers: readonly string[],
-  pairs: ReadonlyArray<{ writer: string; other: string; seq: number }>,
-): Promise<{ removed: Map<string, string[]>; added: Map<string, Set<string>> }> {
-  const mine = sql.identifier([side]);
-  const other = sql.identifier([side === 'a' ? 'b' : 'a']);
-  const pairWriters = sql.array(
-    pairs.map((pair) => pair.writer),
-    'text',
-  );
-  const pairOthers = sql.array(
-    pairs.map((pair) => pair.other),
-    'text',
-  );
-  const removedRows = await tx.any(sql.type(z.object({ writer: z.string(), other: z.string() }))`
-    DELETE FROM links l
-    WHERE l.lang_key = ${langKey} AND l.rel = ${rel} AND l.${mine} = ANY(${sql.array(writers, 'text')})
-      AND (l.${mine}, l.${other}) NOT IN (SELECT * FROM unnest(${pairWriters}, ${pairOthers}))
-    RETURNING l.${mine} AS writer, l.${other} AS other
+  limit: number,
+): Promise<ReadonlyArray<{ writer: string; other: string }>> {
+  if (writers.length === 0) return [];
+  const { mine, other } = linkColumns(side);
+  const rows = await tx.any(sql.type(z.object({ writer: z.string(), other: z.string() }))`
+    SELECT l.${mine} AS writer, l.${other} AS other FROM links l
+    WHERE l.lang_key = ${langKey} AND l.rel = ${rel} AND l.${mine} = ANY(${textArray(writers)})
+    LIMIT ${limit}
   `);
-  const addedRows =
-    pairs.length === 0
-      ? []
-      : await tx.any(sql.type(z.object({ writer: z.string(), other: z.string() }))`
-          INSERT INTO links (lang_key, rel, ${mine}, ${other}, seq)
-          SELECT ${langKey}, ${rel}, t.writer, t.other, t.seq
-          FROM unnest(${pairWriters}, ${pairOthers}, ${sql.array(
-            pairs.map((pair) => pair.seq),
-            'int8',
-          )}) AS t(writer, other, seq)
-          ON CONFLICT DO NOTHING
-          RETURNING ${mine} AS writer, ${other} AS other
-        `);
-  const removed = new Map<string, string[]>();
-  for (const row of removedRows) removed.set(row.writer, [...(removed.get(row.writer) ?? []), row.other]);
-  for (const list of removed.values()) list.sort();
+  return [...rows].sort((x, y) => (x.writer === y.writer ? compare(x.other, y.other) : compare(x.writer, y.writer)));
+}
+
+/** Removes exactly these links. */
+export async function removeLinkPairs(
+  tx: Tx,
+  langKey: number,
+  rel: string,
+  side: LinkSide,
+  pairs: ReadonlyArray<{ writer: string; other: string }>,
+): Promise<void> {
+  if (pairs.length === 0) return;
+  const { mine, other } = linkColumns(side);
+  const writers = textArray(pairs.map((pair) => pair.writer));
+  const others = textArray(pairs.map((pair) => pair.other));
+  await tx.query(sql.unsafe`
+    DELETE FROM links l
+    USING unnest(${writers}, ${others}) AS p(writer, other)
+    WHERE l.lang_key = ${langKey} AND l.rel = ${rel} AND l.${mine} = ANY(${writers}) AND l.${other} = ANY(${others})
+      AND l.${mine} = p.writer AND l.${other} = p.other
+  `);
+}
+
+/** Adds these links, each numbered by its change; returns the ones that were not there, by writer. */
+export async function insertLinkPairs(
+  tx: Tx,
+  langKey: number,
+  rel: string,
+  side: LinkSide,
+  pairs: ReadonlyArray<{ writer: string; other: string; seq: number }>,
+): Promise<Map<string, Set<string>>> {
   const added = new Map<string, Set<string>>();
-  for (const row of addedRows) added.set(row.writer, (added.get(row.writer) ?? new Set()).add(row.other));
-  return { removed, added };
+  if (pairs.length === 0) return added;
+  const { mine, other } = linkColumns(side);
+  const rows = await tx.any(sql.type(z.object({ writer: z.string(), other: z.string() }))`
+    INSERT INTO links (lang_key, rel, ${mine}, ${other}, seq)
+    SELECT ${langKey}, ${rel}, t.writer, t.other, t.seq
+    FROM unnest(
+      ${textArray(pairs.map((pair) => pair.writer))},
+      ${textArray(pairs.map((pair) => pair.other))},
+      ${sql.array(
+        pairs.map((pair) => pair.seq),
+        'int8',
+      )}
+    ) AS t(writer, other, seq)
+    ON CONFLICT DO NOTHING
+    RETURNING ${mine} AS writer, ${other} AS other
+  `);
+  for (const row of rows) added.set(row.writer, (added.get(row.writer) ?? new Set()).add(row.other));
+  return added;
 }

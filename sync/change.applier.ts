@@ -2,21 +2,27 @@ import type { DatabaseTransactionConnection } from 'slonik';
 import { KINDS, LINK_WRITERS, type ListRelation, type StoredKind, TRACKED_FIELD, trackedValue } from '../catalogue/record-kinds.js';
 import {
   type AuditEntry,
-  backdateCreation,
-  insertStub,
+  type ChangeProgress,
+  cascadeDeleteMany,
+  EMPTY_STUB,
+  insertStubsMany,
+  linkMany,
+  linksPage,
   lockRow,
   markWritten,
+  moveSerialRefs,
   type OutboxEntry,
-  projectDelete,
-  projectFields,
+  projectFieldsMany,
   type RecordKey,
-  removeLinks,
-  replaceLinks,
-  reviveAsStub,
-  serialChildren,
-  serialLiveIds,
+  type StubContent,
+  serialChildrenPage,
+  serialStates,
   setLink,
+  setNullMany,
   setSerialState,
+  stubOutsideSerialView,
+  targetKey,
+  unlinkMany,
 } from './applier.repository.js';
 
 type Tx = DatabaseTransactionConnection;
@@ -47,12 +53,56 @@ export function auditOf(
   };
 }
 
+/** Where a phase is: how far into its list, or past which key of the index it walks. */
+interface Cursor {
+  offset: number;
+  after?: string;
+}
+
+/**
+ * One phase of a change's effects, resumable: it applies at most `limit`
+ * units from `cursor` and says how many it applied, whether the phase is
+ * complete and where it got to. Phases over a list (stubs, links, point-at
+ * children) walk it by offset; phases over the links a writer already has
+ * walk their index by key; phases that remove everything they see
+ * (cascades, detached links and references) take the next `limit` left.
+ */
+type Phase = (cursor: Cursor, limit: number) => Promise<{ count: number; complete: boolean; after?: string; stop?: boolean }>;
+
+/** What one transaction did of a change: all of it, or up to `progress` (the rest follows in later transactions). */
+export type ChangeOutcome = { done: true; used: number } | { done: false; used: number; progress: ChangeProgress };
+
+const ONE = { count: 1, complete: true };
+
+/** A phase over `ids`, a slice at a time. */
+const byOffset =
+  (ids: readonly string[], apply: (slice: readonly string[]) => Promise<void>): Phase =>
+  async ({ offset }, limit) => {
+    const slice = ids.slice(offset, offset + limit);
+    if (slice.length > 0) await apply(slice);
+    return { count: slice.length, complete: offset + slice.length >= ids.length };
+  };
+
+/** A phase that removes what is left, `limit` at a time; `take` returns how many it removed. */
+const draining =
+  (take: (limit: number) => Promise<number>): Phase =>
+  async (_cursor, limit) => {
+    const count = await take(limit);
+    return { count, complete: count < limit };
+  };
+
 /**
  * Applies one outbox entry's effects as if it ran alone at its sequence
  * number. Entries of a language arrive strictly in sequence order, so the
  * serial columns (`w_live`, `w_ref`, links) always show the state just before
  * this entry; the API view, which may already hold later writes, is updated
  * only where no later write touched it (see docs/consistency.md).
+ *
+ * Effects are applied set-based, and at most `budget` units (ids stubbed,
+ * linked, unlinked, cascaded or detached) per call: a change naming 100,000
+ * categories, or a delete detaching 100,000 products, is applied over several
+ * transactions, each resuming at the entry's `progress` (stored in the outbox
+ * row with the slice's effects), while the language's later changes wait.
  */
 export class EntryApplier {
   readonly audits: AuditEntry[] = [];
@@ -70,91 +120,175 @@ export class EntryApplier {
     this.audits.push(auditOf(this.entry, kind, recordId, action, actor, changes));
   }
 
-  async apply(): Promise<void> {
+  /** Applies the entry from where it was left, at most `budget` units (every phase costs at least one). */
+  async apply(budget: number): Promise<ChangeOutcome> {
+    const phases = this.phases();
+    const start = this.entry.progress ?? { phase: 0, offset: 0 };
+    let phase = start.phase;
+    let cursor: Cursor = { offset: start.offset, ...(start.after === undefined ? {} : { after: start.after }) };
+    let used = 0;
+    while (phase < phases.length) {
+      if (used >= budget) return { done: false, used, progress: { phase, ...cursor } };
+      const step = await phases[phase]!(cursor, budget - used);
+      used += Math.max(step.count, 1);
+      if (step.stop) break;
+      if (step.complete) {
+        phase += 1;
+        cursor = { offset: 0 };
+        // A change that will not fit commits its own record's step alone: the API may be writing that record again,
+        // and it waits for this transaction. The lists follow in slices that lock only the records they name.
+        if (phase === 1 && phases.length > 1 && changeUnits(this.entry) > budget)
+          return { done: false, used, progress: { phase, offset: 0 } };
+      } else {
+        cursor = { offset: cursor.offset + step.count, ...(step.after === undefined ? {} : { after: step.after }) };
+      }
+    }
+    return { done: true, used };
+  }
+
+  private phases(): Phase[] {
     const { kind, action, record_id: id, payload, actor } = this.entry;
     if (kind === 'language') {
-      const { created, ...changes } = payload;
-      this.audit('language', id, action === 'delete' ? 'delete' : created ? 'create' : 'update', actor, action === 'delete' ? {} : changes);
-      return;
+      return [
+        async () => {
+          const { created, ...changes } = payload;
+          this.audit(
+            'language',
+            id,
+            action === 'delete' ? 'delete' : created ? 'create' : 'update',
+            actor,
+            action === 'delete' ? {} : changes,
+          );
+          return ONE;
+        },
+      ];
     }
-    if (action === 'upsert') await this.applyUpsert(kind as StoredKind, id, payload);
-    else if (action === 'delete') await this.applyDelete(kind as StoredKind, id);
-    else await this.applyLink(id, payload, action === 'assign');
+    if (action === 'upsert') return this.upsertPhases(kind as StoredKind, id, payload);
+    if (action === 'delete') return this.deletePhases(kind as StoredKind, id);
+    return [
+      async () => {
+        await this.applyLink(id, payload, action === 'assign');
+        return ONE;
+      },
+    ];
   }
 
-  private async applyUpsert(kind: StoredKind, id: string, payload: Record<string, unknown>) {
-    const seq = this.entry.seq;
-    const existed = await markWritten(this.tx, this.key(kind, id), sentReference(kind, payload));
-    const { id: _id, ...changes } = payload;
-    this.audit(kind, id, existed ? 'update' : 'create', this.entry.actor, changes);
-
+  private upsertPhases(kind: StoredKind, id: string, payload: Record<string, unknown>): Phase[] {
+    const { tx, entry } = this;
+    const langKey = entry.lang_key;
+    const phases: Phase[] = [
+      async () => {
+        const existed = await markWritten(tx, this.key(kind, id), sentReference(kind, payload));
+        const { id: _id, ...changes } = payload;
+        this.audit(kind, id, existed ? 'update' : 'create', entry.actor, changes);
+        return ONE;
+      },
+    ];
     for (const step of upsertSteps(kind, payload)) {
-      if (step.list?.mode === 'point-at') {
-        for (const child of step.ids) {
-          await this.ensureStub(step.kind, child, { [step.list.childField]: id });
-          await this.pointAt(step.kind, child, step.list.childField, id);
-        }
+      const list = step.list;
+      if (list?.mode === 'point-at') {
+        phases.push(byOffset(step.ids, (slice) => this.pointAt(step.kind, list.childField, id, slice)));
         continue;
       }
-      await this.ensureStubs(step.kind, step.ids);
-      if (!step.list) continue;
-      const { removed, added } = await replaceLinks(this.tx, this.entry.lang_key, step.list.rel, step.list.side, id, step.ids, seq);
-      for (const other of removed) this.audit(kind, id, 'unlink', SYSTEM, { [step.list.field]: other });
-      for (const other of added) this.audit(kind, id, 'link', SYSTEM, { [step.list.field]: other });
+      phases.push(
+        byOffset(step.ids, async (slice) => {
+          const stubbed = await this.ensureStubs(step.kind, slice, EMPTY_STUB);
+          for (const target of slice) if (stubbed.has(target)) this.audit(step.kind, target, 'stub', SYSTEM, {});
+        }),
+      );
+      if (!list) continue;
+      let keep: Set<string> | undefined;
+      phases.push(
+        // The writer's links, page by page, each one not in the list removed.
+        async ({ after }, limit) => {
+          keep ??= new Set(step.ids);
+          const page = await linksPage(tx, langKey, list.rel, list.side, id, after ?? null, limit);
+          const removed = page.filter((other) => !keep!.has(other));
+          await unlinkMany(tx, langKey, list.rel, list.side, id, removed);
+          for (const other of removed) this.audit(kind, id, 'unlink', SYSTEM, { [list.field]: other });
+          const last = page.at(-1);
+          return { count: page.length, complete: page.length < limit, ...(last === undefined ? {} : { after: last }) };
+        },
+        byOffset(step.ids, async (slice) => {
+          const added = await linkMany(tx, langKey, list.rel, list.side, id, slice, entry.seq);
+          for (const other of slice) if (added.has(other)) this.audit(kind, id, 'link', SYSTEM, { [list.field]: other });
+        }),
+      );
     }
     const fansOut = KINDS[kind].fansOut;
-    if (fansOut) await this.fanOut(fansOut.kind, fansOut.field, id, payload[fansOut.field]);
-  }
-
-  /**
-   * A global unsubscribe (V2-SURFACE 4): every profile that has the email at
-   * this point of the serial order gets the value, unless a later write of
-   * the profile set that field; one audit entry per profile.
-   */
-  private async fanOut(kind: StoredKind, field: string, email: string, value: unknown) {
-    for (const profile of await serialChildren(this.tx, this.entry.lang_key, kind, email)) {
-      await projectFields(this.tx, this.key(kind, profile), { [field]: value }, this.entry.seq);
-      this.audit(kind, profile, 'update', SYSTEM, { [field]: value });
+    if (fansOut) {
+      // A global unsubscribe (V2-SURFACE 4): every profile that has the email at this point of the serial order gets
+      // the value, unless a later write of the profile set that field; one audit entry per profile.
+      const changes = { [fansOut.field]: payload[fansOut.field] };
+      phases.push(async ({ after }, limit) => {
+        const profiles = await serialChildrenPage(tx, langKey, fansOut.kind, id, after ?? null, limit);
+        await projectFieldsMany(tx, langKey, fansOut.kind, profiles, changes, entry.seq);
+        for (const profile of profiles) this.audit(fansOut.kind, profile, 'update', SYSTEM, changes);
+        const last = profiles.at(-1);
+        return { count: profiles.length, complete: profiles.length < limit, ...(last === undefined ? {} : { after: last }) };
+      });
     }
+    return phases;
   }
 
-  private async applyDelete(kind: StoredKind, id: string) {
-    const key = this.key(kind, id);
-    const row = await lockRow(this.tx, key);
-    // Already gone at this point of the serial order (a cascade got there first): nothing changes.
-    if (!row?.w_live) return;
-    await setSerialState(this.tx, key, false, null);
-    this.audit(kind, id, 'delete', this.entry.actor, {});
-    const langKey = this.entry.lang_key;
+  private deletePhases(kind: StoredKind, id: string): Phase[] {
+    const { tx, entry } = this;
+    const langKey = entry.lang_key;
+    const phases: Phase[] = [
+      async () => {
+        const key = this.key(kind, id);
+        const row = await lockRow(tx, key);
+        // Already gone at this point of the serial order (a cascade got there first): nothing changes.
+        if (!row?.w_live) return { ...ONE, stop: true };
+        await setSerialState(tx, key, false, null);
+        this.audit(kind, id, 'delete', entry.actor, {});
+        return ONE;
+      },
+    ];
+    /** Removes `id`'s links on one side, auditing each with `audit(other)`. */
+    const detach = (rel: string, side: 'a' | 'b', audit: (other: string) => void) =>
+      draining(async (limit) => {
+        const others = await linksPage(tx, langKey, rel, side, id, null, limit);
+        await unlinkMany(tx, langKey, rel, side, id, others);
+        for (const other of others) audit(other);
+        return others.length;
+      });
+    /** Children whose serial reference names `id`: cascade-deleted, or their reference `field` set to null. */
+    const children = (childKind: StoredKind, effect: 'cascade' | { setNull: string }) =>
+      draining(async (limit) => {
+        // Each slice takes their reference away, so the next one starts from the first that is left.
+        const ids = await serialChildrenPage(tx, langKey, childKind, id, null, limit);
+        if (effect === 'cascade') {
+          await cascadeDeleteMany(tx, langKey, childKind, ids, entry.seq);
+          for (const child of ids) this.audit(childKind, child, 'cascade_delete', SYSTEM, {});
+        } else {
+          await setNullMany(tx, langKey, childKind, ids, effect.setNull, entry.seq);
+          for (const child of ids) this.audit(childKind, child, 'unlink', SYSTEM, { [effect.setNull]: null });
+        }
+        return ids.length;
+      });
     switch (kind) {
-      case 'product': {
-        for (const variant of await serialChildren(this.tx, langKey, 'variant', id)) await this.cascadeDelete('variant', variant);
-        for (const category of await removeLinks(this.tx, langKey, 'product_category', 'a', id)) {
-          this.audit('product', id, 'unlink', SYSTEM, { category_ids: category });
-        }
-        for (const related of await removeLinks(this.tx, langKey, 'relevant', 'a', id)) {
-          this.audit('product', id, 'unlink', SYSTEM, { relevant_product_ids: related });
-        }
-        for (const owner of await removeLinks(this.tx, langKey, 'relevant', 'b', id)) {
-          this.audit('product', owner, 'unlink', SYSTEM, { relevant_product_ids: id });
-        }
+      case 'product':
+        phases.push(
+          children('variant', 'cascade'),
+          detach('product_category', 'a', (category) => this.audit('product', id, 'unlink', SYSTEM, { category_ids: category })),
+          detach('relevant', 'a', (related) => this.audit('product', id, 'unlink', SYSTEM, { relevant_product_ids: related })),
+          detach('relevant', 'b', (owner) => this.audit('product', owner, 'unlink', SYSTEM, { relevant_product_ids: id })),
+        );
         break;
-      }
-      case 'category': {
-        for (const product of await removeLinks(this.tx, langKey, 'product_category', 'b', id)) {
-          this.audit('category', id, 'unlink', SYSTEM, { product_ids: product });
-        }
-        for (const child of await serialChildren(this.tx, langKey, 'category', id))
-          await this.setNull('category', child, 'parent_category_id');
+      case 'category':
+        phases.push(
+          detach('product_category', 'b', (product) => this.audit('category', id, 'unlink', SYSTEM, { product_ids: product })),
+          children('category', { setNull: 'parent_category_id' }),
+        );
         break;
-      }
-      case 'brand': {
-        for (const product of await serialChildren(this.tx, langKey, 'product', id)) await this.setNull('product', product, 'brand_id');
+      case 'brand':
+        phases.push(children('product', { setNull: 'brand_id' }));
         break;
-      }
       default:
         break;
     }
+    return phases;
   }
 
   /**
@@ -173,64 +307,54 @@ export class EntryApplier {
     if (changed) this.audit('product', productId, present ? 'link' : 'unlink', this.entry.actor, { [link.field]: otherId });
   }
 
-  /** ensureStub for a list of ids, checking the usual case (all exist) in one statement. */
-  private async ensureStubs(kind: StoredKind, ids: string[]) {
-    const live = await serialLiveIds(this.tx, this.entry.lang_key, kind, ids);
-    for (const id of ids) if (!live.has(id)) await this.ensureStub(kind, id, {});
+  /**
+   * Creates as stubs the records of `ids` that do not exist at this point of
+   * the serial order. Returns those (the caller audits them in list order).
+   */
+  private async ensureStubs(kind: StoredKind, ids: readonly string[], content: StubContent): Promise<Set<string>> {
+    const { tx, entry } = this;
+    const states = await serialStates(tx, entry.lang_key, kind, ids);
+    const missing = ids.filter((id) => states.get(id)?.w_live !== true);
+    if (missing.length === 0) return new Set();
+    const target = (id: string) => ({ kind, id, seq: entry.seq, at: entry.accepted_at });
+    const inserted = await insertStubsMany(tx, entry.lang_key, missing.filter((id) => !states.has(id)).map(target), content);
+    // Tombstones, rows the API created ahead of the queue, and rows an API write inserted just now.
+    const outside = missing.filter((id) => !inserted.has(targetKey(kind, id)));
+    await stubOutsideSerialView(tx, entry.lang_key, outside.map(target), content);
+    return new Set(missing);
   }
 
-  /** Creates `kind`/`id` as a stub unless it exists at this point of the serial order. */
-  async ensureStub(kind: StoredKind, id: string, requested: Record<string, unknown>) {
-    const seq = this.entry.seq;
-    const key = this.key(kind, id);
-    let row = await lockRow(this.tx, key);
-    if (row?.w_live) return;
-    // A stub holds only its id, plus the parent that named it when a point-at list created it.
-    const fields: Record<string, unknown> = { ...requested };
-    const tracked = TRACKED_FIELD[kind];
-    const ref = tracked ? ((fields[tracked] as string | undefined) ?? null) : null;
-    const at = this.entry.accepted_at;
-    // An API write of the same id may insert the row between the lock and the insert: then it is a row like any other.
-    if (!row && !(await insertStub(this.tx, key, fields, seq, at, ref))) row = await lockRow(this.tx, key);
-    if (row) {
-      await setSerialState(this.tx, key, true, ref);
-      if (!row.live) {
-        await reviveAsStub(this.tx, key, fields, seq, at);
-      } else {
-        // The API already holds a later create of this id: the stub came first.
-        await backdateCreation(this.tx, key, seq, at);
-        await projectFields(this.tx, key, fields, seq);
-      }
-    }
-    this.audit(kind, id, 'stub', SYSTEM, fields);
-  }
-
-  /** Point-at list: the child's reference field now names the writer. */
-  private async pointAt(kind: StoredKind, id: string, field: string, parent: string) {
-    const key = this.key(kind, id);
-    const row = await lockRow(this.tx, key);
-    if (!row) return;
+  /** Point-at list: each child is stubbed (naming the writer) or its reference field now names the writer. */
+  private async pointAt(kind: StoredKind, field: string, parent: string, ids: readonly string[]) {
+    const { tx, entry } = this;
+    const fields = { [field]: parent };
     const tracked = TRACKED_FIELD[kind] === field;
-    if (tracked && row.w_ref === parent) return;
-    if (tracked) await setSerialState(this.tx, key, true, parent);
-    await projectFields(this.tx, key, { [field]: parent }, this.entry.seq);
-    this.audit(kind, id, 'link', SYSTEM, { [field]: parent });
+    const stubbed = await this.ensureStubs(kind, ids, { fields, ref: tracked ? parent : null });
+    // A stub already names the writer serially; an untracked field is written (and audited) whatever it held.
+    const moved = tracked
+      ? await moveSerialRefs(
+          tx,
+          entry.lang_key,
+          kind,
+          ids.filter((id) => !stubbed.has(id)),
+          parent,
+        )
+      : new Set(ids);
+    await projectFieldsMany(tx, entry.lang_key, kind, [...moved], fields, entry.seq);
+    for (const id of ids) {
+      if (stubbed.has(id)) this.audit(kind, id, 'stub', SYSTEM, fields);
+      if (moved.has(id)) this.audit(kind, id, 'link', SYSTEM, fields);
+    }
   }
+}
 
-  private async setNull(kind: StoredKind, id: string, field: string) {
-    const key = this.key(kind, id);
-    await setSerialState(this.tx, key, true, null);
-    await projectFields(this.tx, key, { [field]: null }, this.entry.seq);
-    this.audit(kind, id, 'unlink', SYSTEM, { [field]: null });
-  }
-
-  private async cascadeDelete(kind: StoredKind, id: string) {
-    const key = this.key(kind, id);
-    await lockRow(this.tx, key);
-    await setSerialState(this.tx, key, false, null);
-    await projectDelete(this.tx, key, this.entry.seq);
-    this.audit(kind, id, 'cascade_delete', SYSTEM, {});
-  }
+/** How many units applying `entry` costs at least (its own record and every id it names; deletes count 1). */
+export function changeUnits(entry: OutboxEntry): number {
+  if (entry.action !== 'upsert' || !(entry.kind in KINDS)) return 1;
+  let units = 1;
+  for (const step of upsertSteps(entry.kind as StoredKind, entry.payload))
+    units += step.ids.length * (step.list?.mode === 'replace' ? 2 : 1);
+  return units;
 }
 
 const unique = (ids: string[]) => [...new Set(ids)];

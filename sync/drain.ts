@@ -3,24 +3,39 @@ import { BackendTerminatedError, BackendTerminatedUnexpectedlyError, ConnectionE
 import type { Database } from '../platform/db.js';
 import {
   type AuditEntry,
+  type ChangeProgress,
   deleteOutboxEntries,
   markOutboxEntryFailed,
   type OutboxEntry,
   readHorizon,
   readOutboxBatch,
+  saveChangeProgress,
 } from './applier.repository.js';
 import { insertAuditEntries } from './audit.repository.js';
-import { EntryApplier } from './change.applier.js';
+import { type ChangeOutcome, changeUnits, EntryApplier } from './change.applier.js';
 import { tryLockApplier } from './locks.js';
 import { applyRun, splitIntoSegments } from './run.applier.js';
 
 export interface DrainOptions {
   batchSize?: number;
+  /**
+   * Units (ids stubbed, linked, unlinked, cascaded or detached, see
+   * change.applier.ts) one batch transaction applies at most. It bounds how
+   * long a transaction holds the rows it writes (an API write of one of them
+   * waits for it) and how much memory it takes; a change larger than this is
+   * applied in slices, one transaction each.
+   */
+  sliceSize?: number;
   /** Stop after this long; whatever is left is picked up by the next job. */
   budgetMs?: number;
   /** An entry that fails this many times is set aside as failed (sync-status `failed`). */
   maxEntryAttempts?: number;
 }
+
+export const DEFAULT_SLICE_SIZE = 5_000;
+
+/** The payloads one batch reads at most (as stored; a batch holds at least one change), so batches of huge changes fit in memory. */
+const BATCH_PAYLOAD_BYTES = 8 * 1024 * 1024;
 
 export interface DrainResult {
   applied: number;
@@ -33,7 +48,9 @@ export class EntryFailedError extends Error {}
  * Applies the pending changes of one language in sequence order, in batches,
  * each batch one transaction that also writes the audit entries and removes
  * the applied outbox rows: a crash anywhere leaves either all or none of a
- * batch applied.
+ * batch applied. A change too large for one batch is applied in slices, each
+ * a batch of its own that also records how far the change got; the changes
+ * after it wait until its last slice has committed.
  * @throws {EntryFailedError} when an entry fails and has attempts left (the job is retried with backoff).
  */
 export async function drainLanguage(db: Database, langKey: number, logger: Logger, options: DrainOptions = {}): Promise<DrainResult> {
@@ -42,6 +59,7 @@ export async function drainLanguage(db: Database, langKey: number, logger: Logge
     langKey,
     logger,
     batchSize: options.batchSize ?? 2_000,
+    sliceSize: options.sliceSize ?? DEFAULT_SLICE_SIZE,
     maxAttempts: options.maxEntryAttempts ?? 3,
     after: 0,
   };
@@ -53,10 +71,10 @@ export async function drainLanguage(db: Database, langKey: number, logger: Logge
     for (;;) {
       const outcome = await applyBatch(drain, horizon);
       if (outcome === 'busy') return { applied, busy: true };
-      applied += outcome;
-      if (outcome === 0) break;
+      applied += outcome.completed;
+      if (!outcome.progressed) break;
       progressed = true;
-      if (outcome < drain.batchSize || Date.now() >= deadline) break;
+      if (!outcome.more || Date.now() >= deadline) break;
     }
     if (!progressed) break;
   }
@@ -69,12 +87,22 @@ interface Drain {
   langKey: number;
   logger: Logger;
   batchSize: number;
+  sliceSize: number;
   maxAttempts: number;
   /** Where this drain got to: every change at or before it is applied or set aside. */
   after: number;
 }
 
-async function applyBatch(drain: Drain, horizon: number): Promise<number | 'busy'> {
+interface BatchOutcome {
+  /** Changes applied completely (their outbox rows deleted). */
+  completed: number;
+  /** Anything applied at all, completely or a slice of a change. */
+  progressed: boolean;
+  /** The batch stopped before the end of what it read, or read a full batch: more may be waiting below the horizon. */
+  more: boolean;
+}
+
+async function applyBatch(drain: Drain, horizon: number): Promise<BatchOutcome | 'busy'> {
   try {
     return await runBatch(drain, horizon, false);
   } catch (error) {
@@ -89,37 +117,100 @@ type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
 interface Applied {
   audits: AuditEntry[];
   seqs: number[];
+  /** A change applied up to here in this batch; the rest follows in the next. */
+  partial?: { seq: number; progress: ChangeProgress };
+  /** The batch stopped before the end of what it read (its budget was spent). */
+  stopped: boolean;
   failure?: { entry: OutboxEntry; error: Error };
 }
 
-/** Runs of independent upserts set-based (run.applier.ts), everything else one change at a time. */
-async function applyAll(tx: Tx, entries: readonly OutboxEntry[]): Promise<Applied> {
-  const result: Applied = { audits: [], seqs: [] };
-  for (const segment of splitIntoSegments(entries)) {
-    if (segment.fast) {
-      result.audits.push(...(await applyRun(tx, segment.run)));
-      result.seqs.push(...segment.run.map(({ entry }) => entry.seq));
-    } else {
-      result.audits.push(...(await applyEntry(tx, segment.entry)));
-      result.seqs.push(segment.entry.seq);
+/** Appends without spreading into a call (which has a maximum number of arguments). */
+function append<T>(target: T[], items: readonly T[]): void {
+  for (const item of items) target.push(item);
+}
+
+/** Records what one change did in this batch; false when the batch must stop there. */
+function record(result: Applied, entry: OutboxEntry, audits: readonly AuditEntry[], outcome: ChangeOutcome): boolean {
+  append(result.audits, audits);
+  if (!outcome.done) {
+    result.partial = { seq: entry.seq, progress: outcome.progress };
+    return false;
+  }
+  result.seqs.push(entry.seq);
+  return true;
+}
+
+/**
+ * Runs of independent upserts set-based (run.applier.ts), everything else one
+ * change at a time, until `budget` units are spent. A change that does not
+ * fit in what is left waits for the next batch, unless it is the first: then
+ * it is applied as far as the budget goes.
+ */
+async function applyAll(tx: Tx, entries: readonly OutboxEntry[], budget: number): Promise<Applied> {
+  const result: Applied = { audits: [], seqs: [], stopped: false };
+  let left = budget;
+  /** One change by the one-by-one applier; false when the batch ends with it. */
+  const applyOne = async (entry: OutboxEntry): Promise<boolean> => {
+    if (result.seqs.length > 0 && changeUnits(entry) > left) {
+      result.stopped = true;
+      return false;
     }
+    const applier = new EntryApplier(tx, entry);
+    const outcome = await applier.apply(Math.max(left, 1));
+    left -= outcome.used;
+    return record(result, entry, applier.audits, outcome);
+  };
+  for (const segment of splitIntoSegments(entries, budget)) {
+    if (!segment.fast) {
+      if (!(await applyOne(segment.entry))) break;
+      continue;
+    }
+    if (result.seqs.length > 0 && segment.units > left) {
+      result.stopped = true;
+      break;
+    }
+    const run = await applyRun(tx, segment.run, left - segment.units);
+    if (run) {
+      append(result.audits, run.audits);
+      for (const { entry } of segment.run) result.seqs.push(entry.seq);
+      left -= run.used;
+      continue;
+    }
+    // Its writers have more links than this batch may replace: one change at a time, in slices.
+    let going = true;
+    for (const { entry } of segment.run) {
+      going = await applyOne(entry);
+      if (!going) break;
+    }
+    if (!going) break;
   }
   return result;
 }
 
 /** One change at a time, each in a savepoint, up to the first failure, which is recorded. */
-async function applyCarefully(tx: Tx, entries: readonly OutboxEntry[], maxAttempts: number): Promise<Applied> {
-  const result: Applied = { audits: [], seqs: [] };
+async function applyCarefully(tx: Tx, entries: readonly OutboxEntry[], budget: number, maxAttempts: number): Promise<Applied> {
+  const result: Applied = { audits: [], seqs: [], stopped: false };
+  let left = budget;
   for (const entry of entries) {
+    if (result.seqs.length > 0 && changeUnits(entry) > left) {
+      result.stopped = true;
+      break;
+    }
+    let applied: { audits: AuditEntry[]; outcome: ChangeOutcome };
     try {
-      result.audits.push(...(await tx.transaction((savepoint) => applyEntry(savepoint, entry))));
-      result.seqs.push(entry.seq);
+      applied = await tx.transaction(async (savepoint) => {
+        const applier = new EntryApplier(savepoint, entry);
+        const outcome = await applier.apply(Math.max(left, 1));
+        return { audits: applier.audits, outcome };
+      });
     } catch (error) {
       if (isConnectionError(error)) throw error;
       result.failure = { entry, error: error as Error };
       await markOutboxEntryFailed(tx, entry.seq, (error as Error).message, maxAttempts);
       break;
     }
+    if (!record(result, entry, applied.audits, applied.outcome)) break;
+    left -= applied.outcome.used;
   }
   return result;
 }
@@ -128,29 +219,34 @@ async function applyCarefully(tx: Tx, entries: readonly OutboxEntry[], maxAttemp
  * One batch in one transaction. `careful` applies one change at a time and
  * stops at the first failure, so order is kept and the failure is recorded.
  */
-async function runBatch(drain: Drain, horizon: number, careful: boolean): Promise<number | 'busy'> {
+async function runBatch(drain: Drain, horizon: number, careful: boolean): Promise<BatchOutcome | 'busy'> {
   const outcome = await drain.db.transaction(async (tx) => {
     if (!(await tryLockApplier(tx, drain.langKey))) return 'busy' as const;
-    const entries = await readOutboxBatch(tx, drain.langKey, drain.after, horizon, drain.batchSize);
-    const result = careful ? await applyCarefully(tx, entries, drain.maxAttempts) : await applyAll(tx, entries);
+    const entries = await readOutboxBatch(tx, drain.langKey, drain.after, horizon, drain.batchSize, BATCH_PAYLOAD_BYTES);
+    const result = careful
+      ? await applyCarefully(tx, entries, drain.sliceSize, drain.maxAttempts)
+      : await applyAll(tx, entries, drain.sliceSize);
     await insertAuditEntries(tx, result.audits);
     await deleteOutboxEntries(tx, result.seqs);
-    return result;
+    if (result.partial) await saveChangeProgress(tx, result.partial.seq, result.partial.progress);
+    return { result, read: entries.length };
   });
   if (outcome === 'busy') return outcome;
-  drain.after = outcome.seqs.at(-1) ?? drain.after;
-  const { failure } = outcome;
+  const { result, read } = outcome;
+  drain.after = result.seqs.at(-1) ?? drain.after;
+  const { failure } = result;
   if (failure) {
     drain.logger.error({ err: failure.error, seq: failure.entry.seq, kind: failure.entry.kind }, 'change could not be applied');
-    if (outcome.seqs.length === 0) throw new EntryFailedError(`change ${failure.entry.seq} failed: ${failure.error.message}`);
+    if (result.seqs.length === 0) throw new EntryFailedError(`change ${failure.entry.seq} failed: ${failure.error.message}`);
   }
-  return outcome.seqs.length;
-}
-
-async function applyEntry(tx: Tx, entry: OutboxEntry): Promise<AuditEntry[]> {
-  const applier = new EntryApplier(tx, entry);
-  await applier.apply();
-  return applier.audits;
+  if (result.partial) {
+    drain.logger.debug({ seq: result.partial.seq, lang_key: drain.langKey, progress: result.partial.progress }, 'change applied in part');
+  }
+  return {
+    completed: result.seqs.length,
+    progressed: result.seqs.length > 0 || result.partial !== undefined,
+    more: result.partial !== undefined || result.stopped || read === drain.batchSize,
+  };
 }
 
 /** Failures of the database rather than of a change: the job retries later instead of setting the change aside. */

@@ -18,6 +18,7 @@ function change(kind: string, id: string, payload: Record<string, unknown> = {},
     actor: 'client',
     request_id: null,
     accepted_at: '2026-01-01T00:00:00.000Z',
+    progress: null,
   };
 }
 

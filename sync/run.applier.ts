@@ -2,14 +2,17 @@ import type { DatabaseTransactionConnection } from 'slonik';
 import { KINDS, type ListRelation, type StoredKind } from '../catalogue/record-kinds.js';
 import {
   type AuditEntry,
+  existingLinks,
+  insertLinkPairs,
   insertStubsMany,
   markWrittenMany,
   type OutboxEntry,
-  replaceLinksMany,
+  removeLinkPairs,
   serialLiveness,
+  stubOutsideSerialView,
   targetKey,
 } from './applier.repository.js';
-import { auditOf, EntryApplier, SYSTEM, sentReference, type UpsertStep, upsertSteps } from './change.applier.js';
+import { auditOf, changeUnits, SYSTEM, sentReference, type UpsertStep, upsertSteps } from './change.applier.js';
 
 type Tx = DatabaseTransactionConnection;
 
@@ -24,7 +27,9 @@ type Tx = DatabaseTransactionConnection;
  * - no change names (as stub or link target) a record that a later change of
  *   the run writes: one by one, that target would be stubbed first and then
  *   updated, while phase by phase it would already exist;
- * - no point-at lists (their children's references are rewritten one by one).
+ * - no point-at lists (their children's references are rewritten one by one);
+ * - at most `budget` units in all (see change.applier.ts): a change larger
+ *   than that, or one already partly applied, is applied alone, in slices.
  *
  * A stub is created by the first change that names a missing record, and its
  * audit entry sits where that change's own applying would have put it.
@@ -34,42 +39,51 @@ type Tx = DatabaseTransactionConnection;
 interface Planned {
   entry: OutboxEntry;
   steps: UpsertStep[];
+  units: number;
 }
 
-/** Either a run for applyRun, or one change for the one-by-one applier. */
-export type Segment = { fast: true; run: Planned[] } | { fast: false; entry: OutboxEntry };
+/** Either a run for applyRun, or one change for the one-by-one applier; `units`: what it costs at least. */
+export type Segment = { fast: true; run: Planned[]; units: number } | { fast: false; entry: OutboxEntry; units: number };
 
-function plan(entry: OutboxEntry): Planned | undefined {
-  if (entry.action !== 'upsert' || !(entry.kind in KINDS)) return undefined;
-  // A fan-out (global unsubscribe) changes other records one by one.
+function plan(entry: OutboxEntry, budget: number): Planned | undefined {
+  if (entry.action !== 'upsert' || !(entry.kind in KINDS) || entry.progress !== null) return undefined;
+  // A fan-out (global unsubscribe) changes other records, found by the serial view as of its own number.
   if (KINDS[entry.kind as StoredKind].fansOut) return undefined;
+  const units = changeUnits(entry);
+  if (units > budget) return undefined;
   const steps = upsertSteps(entry.kind as StoredKind, entry.payload);
-  return steps.some((step) => step.list?.mode === 'point-at') ? undefined : { entry, steps };
+  return steps.some((step) => step.list?.mode === 'point-at') ? undefined : { entry, steps, units };
 }
 
-/** Splits a batch (in sequence order) into runs for applyRun and single changes for the one-by-one applier. */
-export function splitIntoSegments(entries: readonly OutboxEntry[]): Segment[] {
+/**
+ * Splits a batch (in sequence order) into runs for applyRun and single
+ * changes for the one-by-one applier. A run holds at most `budget` units.
+ */
+export function splitIntoSegments(entries: readonly OutboxEntry[], budget = Number.POSITIVE_INFINITY): Segment[] {
   const segments: Segment[] = [];
   let run: Planned[] = [];
+  let units = 0;
   let own = new Set<string>();
   let named = new Set<string>();
   const close = () => {
-    if (run.length === 1) segments.push({ fast: false, entry: run[0]!.entry });
-    else if (run.length > 1) segments.push({ fast: true, run });
+    if (run.length === 1) segments.push({ fast: false, entry: run[0]!.entry, units });
+    else if (run.length > 1) segments.push({ fast: true, run, units });
     run = [];
+    units = 0;
     own = new Set();
     named = new Set();
   };
   for (const entry of entries) {
-    const planned = plan(entry);
+    const planned = plan(entry, budget);
     if (!planned) {
       close();
-      segments.push({ fast: false, entry });
+      segments.push({ fast: false, entry, units: changeUnits(entry) });
       continue;
     }
     const key = targetKey(entry.kind, entry.record_id);
-    if (run.length > 0 && (run[0]!.entry.kind !== entry.kind || own.has(key) || named.has(key))) close();
+    if (run.length > 0 && (run[0]!.entry.kind !== entry.kind || own.has(key) || named.has(key) || units + planned.units > budget)) close();
     run.push(planned);
+    units += planned.units;
     own.add(key);
     for (const step of planned.steps) for (const id of step.ids) named.add(targetKey(step.kind, id));
   }
@@ -77,13 +91,49 @@ export function splitIntoSegments(entries: readonly OutboxEntry[]): Segment[] {
   return segments;
 }
 
+type ReplaceList = Extract<ListRelation, { mode: 'replace' }>;
+
 /**
  * Applies a run formed by splitIntoSegments, in one transaction's worth of
- * set-based statements. Returns the audit entries in one-by-one order.
+ * set-based statements. Returns the audit entries in one-by-one order and the
+ * units used (the run's own, and the links its writers had), or undefined,
+ * having written nothing, when its writers hold more than `linkBudget` links:
+ * replacing those is for the one-by-one applier, in slices.
  */
-export async function applyRun(tx: Tx, run: readonly Planned[]): Promise<AuditEntry[]> {
+export async function applyRun(
+  tx: Tx,
+  run: readonly Planned[],
+  linkBudget: number,
+): Promise<{ audits: AuditEntry[]; used: number } | undefined> {
   const kind = run[0]!.entry.kind as StoredKind;
   const langKey = run[0]!.entry.lang_key;
+
+  // Per list: every writer of the run that sent it, with its pairs (writers are distinct records), and the links they have.
+  const byList = new Map<
+    string,
+    {
+      list: ReplaceList;
+      writers: string[];
+      pairs: Array<{ writer: string; other: string; seq: number }>;
+      existing: ReadonlyArray<{ writer: string; other: string }>;
+    }
+  >();
+  for (const { entry, steps } of run) {
+    for (const step of steps) {
+      if (step.list?.mode !== 'replace') continue;
+      const group = byList.get(step.list.field) ?? { list: step.list, writers: [], pairs: [], existing: [] };
+      byList.set(step.list.field, group);
+      group.writers.push(entry.record_id);
+      for (const other of step.ids) group.pairs.push({ writer: entry.record_id, other, seq: entry.seq });
+    }
+  }
+  let linksSeen = 0;
+  for (const group of byList.values()) {
+    const room = linkBudget - linksSeen;
+    group.existing = await existingLinks(tx, langKey, group.list.rel, group.list.side, group.writers, Math.max(room, 0) + 1);
+    linksSeen += group.existing.length;
+    if (linksSeen > linkBudget) return undefined;
+  }
 
   const existed = await markWrittenMany(
     tx,
@@ -103,42 +153,39 @@ export async function applyRun(tx: Tx, run: readonly Planned[]): Promise<AuditEn
   }
   const live = await serialLiveness(tx, langKey, [...firstNamedBy.values()]);
   const missing = [...firstNamedBy].filter(([key]) => live.get(key) !== true);
-  const inserted = await insertStubsMany(
-    tx,
-    langKey,
-    missing
-      .filter(([key]) => !live.has(key))
-      .map(([, target]) => ({ kind: target.kind, id: target.id, seq: target.entry.seq, at: target.entry.accepted_at })),
-  );
-  // Rows that exist outside the serial view (tombstones, records the API created ahead of the queue) take the careful path.
-  const stubAudits = new Map<string, AuditEntry[]>();
-  for (const [key, target] of missing) {
-    if (inserted.has(key)) {
-      stubAudits.set(key, [auditOf(target.entry, target.kind, target.id, 'stub', SYSTEM, {})]);
-      continue;
-    }
-    const applier = new EntryApplier(tx, target.entry);
-    await applier.ensureStub(target.kind, target.id, {});
-    stubAudits.set(key, applier.audits);
-  }
+  const stubOf = ([, target]: (typeof missing)[number]) => ({
+    kind: target.kind,
+    id: target.id,
+    seq: target.entry.seq,
+    at: target.entry.accepted_at,
+  });
+  const inserted = await insertStubsMany(tx, langKey, missing.filter(([key]) => !live.has(key)).map(stubOf));
+  // Rows that exist outside the serial view: tombstones, records the API created ahead of the queue.
+  await stubOutsideSerialView(tx, langKey, missing.filter(([key]) => !inserted.has(key)).map(stubOf));
+  const stubAudits = new Map<string, AuditEntry>();
+  for (const [key, target] of missing) stubAudits.set(key, auditOf(target.entry, target.kind, target.id, 'stub', SYSTEM, {}));
 
-  // Per list: every writer of the run that sent it, with its pairs (writers are distinct records).
-  const byList = new Map<
-    string,
-    { list: Extract<ListRelation, { mode: 'replace' }>; writers: string[]; pairs: Array<{ writer: string; other: string; seq: number }> }
-  >();
-  for (const { entry, steps } of run) {
-    for (const step of steps) {
-      if (step.list?.mode !== 'replace') continue;
-      const group = byList.get(step.list.field) ?? { list: step.list, writers: [], pairs: [] };
-      byList.set(step.list.field, group);
-      group.writers.push(entry.record_id);
-      for (const other of step.ids) group.pairs.push({ writer: entry.record_id, other, seq: entry.seq });
+  // Each writer's links become exactly its pairs: the ones it had and did not list go (in index order), the new ones come.
+  const linkChanges = new Map<string, { removed: Map<string, string[]>; added: Map<string, Set<string>> }>();
+  for (const [field, { list, pairs, existing }] of byList) {
+    const wanted = new Set(pairs.map((pair) => targetKey(pair.writer, pair.other)));
+    const gone = existing.filter((link) => !wanted.has(targetKey(link.writer, link.other)));
+    await removeLinkPairs(tx, langKey, list.rel, list.side, gone);
+    const removed = new Map<string, string[]>();
+    for (const link of gone) {
+      const others = removed.get(link.writer) ?? [];
+      others.push(link.other);
+      removed.set(link.writer, others);
     }
-  }
-  const linkChanges = new Map<string, Awaited<ReturnType<typeof replaceLinksMany>>>();
-  for (const [field, { list, writers, pairs }] of byList) {
-    linkChanges.set(field, await replaceLinksMany(tx, langKey, list.rel, list.side, writers, pairs));
+    const have = new Set(existing.map((link) => targetKey(link.writer, link.other)));
+    const added = await insertLinkPairs(
+      tx,
+      langKey,
+      list.rel,
+      list.side,
+      pairs.filter((pair) => !have.has(targetKey(pair.writer, pair.other))),
+    );
+    linkChanges.set(field, { removed, added });
   }
 
   const audits: AuditEntry[] = [];
@@ -150,7 +197,7 @@ export async function applyRun(tx: Tx, run: readonly Planned[]): Promise<AuditEn
         const key = targetKey(step.kind, id);
         const stubbed = stubAudits.get(key);
         if (stubbed && firstNamedBy.get(key)?.entry === entry) {
-          audits.push(...stubbed);
+          audits.push(stubbed);
           stubAudits.delete(key);
         }
       }
@@ -164,5 +211,5 @@ export async function applyRun(tx: Tx, run: readonly Planned[]): Promise<AuditEn
         if (added?.has(other)) audits.push(auditOf(entry, kind, entry.record_id, 'link', SYSTEM, { [field]: other }));
     }
   }
-  return audits;
+  return { audits, used: run.reduce((sum, planned) => sum + planned.units, 0) + linksSeen };
 }

@@ -247,3 +247,45 @@ describe('when the worker is stopped while random requests of the whole v2 surfa
     }
   });
 });
+
+/*
+ * Changes split into slices (issue 14): with a slice of two ids, nearly every
+ * change with a list, and every delete with a cascade, is applied over several
+ * transactions, each resuming where the last one stopped. The serial model
+ * must not see the difference.
+ */
+describe('when every change is applied in slices of two ids', () => {
+  it.each(seeds)('should catch up from the outbox and equal the serial model (seed %i)', async (seed) => {
+    const { token, languageId, accountId } = await setUp(seed + 100_000);
+    await env.worker?.close();
+    await secondWorker?.close();
+    secondWorker = undefined;
+    const operations = generate(rng(seed + 100_000), OPERATIONS, undefined, { v2Surface: true });
+    const sent: Sent[] = [];
+    for (const [index, operation] of operations.entries()) sent.push(await send(env, token, languageId, operation, `p${seed}-${index}`));
+    const worker = await startWorker({ ...env.config, APPLIER_SLICE_SIZE: 2 });
+    try {
+      await check(seed + 100_000, languageId, accountId, sent, { order: 'sent', counts: true });
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it.each(seeds)('should equal the serial model while requests keep coming (seed %i)', async (seed) => {
+    const { token, languageId, accountId } = await setUp(seed + 110_000);
+    const worker = await startWorker({ ...env.config, APPLIER_SLICE_SIZE: 2 });
+    try {
+      const operations = generate(rng(seed + 110_000), OPERATIONS, undefined, { v2Surface: true });
+      const sent: Sent[] = [];
+      for (let start = 0; start < operations.length; start += 6) {
+        const chunk = operations.slice(start, start + 6);
+        sent.push(
+          ...(await Promise.all(chunk.map((operation, offset) => send(env, token, languageId, operation, `q${seed}-${start + offset}`)))),
+        );
+      }
+      await check(seed + 110_000, languageId, accountId, sent, { counts: true });
+    } finally {
+      await worker.close();
+    }
+  });
+});

@@ -42,7 +42,12 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
   const connection = createRedis(config.REDIS_URL, 'worker');
   connection.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   const queues = createQueues(connection, config.QUEUE_PREFIX, (error) => logger.debug({ err: error.message }, 'queue error'));
-  const context: ProcessorContext = { db, logger, notifier: new OutboxNotifier(queues.effects, logger) };
+  const context: ProcessorContext = {
+    db,
+    logger,
+    notifier: new OutboxNotifier(queues.effects, logger),
+    drainOptions: { sliceSize: config.APPLIER_SLICE_SIZE },
+  };
 
   const registry = createMetricsRegistry('worker');
   const jobMetrics = createJobMetrics(registry);

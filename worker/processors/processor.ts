@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Database } from '../../platform/db.js';
 import type { JobData, JobName } from '../../platform/queue.js';
+import type { DrainOptions } from '../../sync/drain.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 
 export interface ProcessorContext {
@@ -9,6 +10,8 @@ export interface ProcessorContext {
   logger: Logger;
   /** Wakes the applier of a language after work that wrote outbox rows. */
   notifier: OutboxNotifier;
+  /** How the applier drains a language (slice size from the configuration). */
+  drainOptions: DrainOptions;
 }
 
 export type Processor<N extends JobName> = (job: Job<JobData[N]>, context: ProcessorContext) => Promise<unknown>;
