@@ -38,9 +38,12 @@ LANGUAGE sql AS $$
   SELECT pg_try_advisory_xact_lock(sync_lock_class('applier'), sync_lock_key(p_lang_key))
 $$;
 
--- The transactions holding an applier lock now (virtual transaction ids).
+-- The transactions holding an applier lock now (virtual transaction ids), in
+-- this database only: advisory locks are cluster-wide, and another database's
+-- appliers (another deployment, another test) never write this audit log.
 CREATE OR REPLACE FUNCTION sync_applier_lock_holders() RETURNS SETOF text
 LANGUAGE sql STABLE AS $$
   SELECT virtualtransaction FROM pg_locks
   WHERE locktype = 'advisory' AND classid = sync_lock_class('applier') AND granted
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 $$;
