@@ -49,7 +49,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     healthRouter(deps.db, deps.redis),
     oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS),
     v1Router({ db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier }),
-    v2Router({ db: deps.db, verifier: deps.verifier, notifier: deps.notifier }),
+    v2Router({ db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier }),
     adminRouter({ config: deps.config, db: deps.db, queues: deps.queues }),
   ];
   for (const router of routers) {

@@ -95,7 +95,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
       {
         name: 'v2',
         description:
-          'v2: PUT upserts (a one-key body on the collection, e.g. PUT /api/v2/languages/nl/products with {"product":{...}}), GET lists and records, DELETE, link and line writers',
+          'v2: PUT upserts (a one-key body on the collection, e.g. PUT /api/v2/languages/nl/products with {"product":{...}}), GET lists and records, DELETE, link and line writers, bulk files of v2 requests',
       },
       { name: 'admin', description: 'Operators: HTTP Basic with ADMIN_USER / ADMIN_PASSWORD' },
       { name: 'operations', description: 'Probes, metrics and this description' },

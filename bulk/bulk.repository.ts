@@ -9,6 +9,8 @@ export const bulkJobRow = z.object({
   client_id: z.string(),
   request_id: z.string().nullable(),
   status: z.enum(['queued', 'running', 'completed', 'failed']),
+  /** The interface whose bodies the file's lines are. */
+  api_version: z.enum(['v1', 'v2']),
   lines: z.number(),
   next_line: z.number(),
   saved: z.number(),
@@ -21,7 +23,7 @@ export const bulkJobRow = z.object({
 export type BulkJobRow = z.infer<typeof bulkJobRow>;
 
 const columns = sql.fragment`
-  id, account_id, lang_key, language_id, client_id, request_id, status, lines, next_line, saved, failed, error,
+  id, account_id, lang_key, language_id, client_id, request_id, status, api_version, lines, next_line, saved, failed, error,
   created_at, started_at, finished_at
 `;
 

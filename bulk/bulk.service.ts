@@ -5,13 +5,20 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import { idSchema } from '../catalogue/primitives.schema.js';
-import { KINDS, RECORD_KINDS, type RecordKind } from '../catalogue/record-kinds.js';
-import { parseOrThrow } from '../catalogue/validation.js';
+import { isStorableText } from '../catalogue/primitives.schema.js';
+import { KINDS } from '../catalogue/record-kinds.js';
 import type { Database } from '../platform/db.js';
-import { AppError, BadRequestError, RecordNotFoundError, ValidationError } from '../platform/errors.js';
+import { AppError, LanguageNotFoundError, RecordNotFoundError } from '../platform/errors.js';
 import { requireLanguage } from '../records/language.service.js';
-import { type PreparedWrite, prepareWrite, storePrepared } from '../records/record.service.js';
+import {
+  changeLinkIn,
+  deleteLineIn,
+  type Generation,
+  type PreparedWrite,
+  prepareWrite,
+  putLineIn,
+  storePrepared,
+} from '../records/record.service.js';
 import { holdLanguageForWrite } from '../sync/locks.js';
 import { type ChangeOrigin, deleteRecord, writeRecords } from '../sync/write.repository.js';
 import {
@@ -25,7 +32,8 @@ import {
   readBulkLines,
   recordBulkProgress,
 } from './bulk.repository.js';
-import { LINE_HAS_NUL, LINE_TOO_LONG, NdjsonCopyTransform } from './ndjson-copy.transform.js';
+import { type BulkLine, parseBulkLine } from './bulk-line.parser.js';
+import { NdjsonCopyTransform } from './ndjson-copy.transform.js';
 
 export const INLINE_ERRORS = 1_000;
 
@@ -44,7 +52,12 @@ export interface BulkContext {
  * broken upload leaves nothing behind. Memory use is one line at a time.
  * @throws {LanguageNotFoundError}
  */
-export async function receiveBulk(context: BulkContext, languageId: string, body: Readable): Promise<BulkJobRow> {
+export async function receiveBulk(
+  context: BulkContext,
+  languageId: string,
+  body: Readable,
+  generation: Generation = 'v1',
+): Promise<BulkJobRow> {
   const language = await requireLanguage(context.db, context.accountId, languageId);
   const jobId = randomUUID();
   const splitter = new NdjsonCopyTransform(jobId);
@@ -52,9 +65,9 @@ export async function receiveBulk(context: BulkContext, languageId: string, body
   try {
     await client.query('BEGIN');
     await client.query(
-      `INSERT INTO bulk_jobs (id, account_id, lang_key, language_id, client_id, request_id, status)
-       VALUES ($1, $2, $3, $4, $5, $6, 'queued')`,
-      [jobId, context.accountId, language.lang_key, languageId, context.clientId, context.requestId],
+      `INSERT INTO bulk_jobs (id, account_id, lang_key, language_id, client_id, request_id, status, api_version)
+       VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7)`,
+      [jobId, context.accountId, language.lang_key, languageId, context.clientId, context.requestId, generation],
     );
     await pipeline(body, splitter, client.query(copyFrom('COPY bulk_lines (job_id, line_no, line) FROM STDIN')));
     await client.query('UPDATE bulk_jobs SET lines = $2 WHERE id = $1', [jobId, splitter.lines]);
@@ -135,39 +148,38 @@ export async function* bulkErrorLines(db: Database, jobId: string): AsyncGenerat
   }
 }
 
-const deleteLineSchema = z.object({ kind: z.enum(RECORD_KINDS), id: idSchema }).strict();
-
-const lineShapeError = (keys: string[]) =>
-  new ValidationError(
-    keys.length === 0 ? 'missing_parameters' : 'unknown_parameters',
-    keys.length === 0 ? ['<kind>'] : keys,
-    'Each line must be {"<kind>":{...}} for one of brand, category, product, variant, review, profile, order, shopping_cart, or {"delete":{"kind":...,"id":...}}',
-  );
-
-type ParsedLine = { type: 'delete'; kind: RecordKind; id: string } | { type: 'write'; kind: RecordKind; body: unknown };
-
 /**
- * The line's shape, as the single-record endpoints would see the request.
- * @throws {AppError} the line's client error (recorded, the file goes on).
+ * A delete, link or line write of a bulk line, as its single request makes
+ * it, in the batch's transaction (which holds the language).
+ * @returns false when the language is gone.
+ * @throws {AppError} the line's client error, as the single request answers it.
  */
-function parseLine(text: string): ParsedLine {
-  if (text === LINE_TOO_LONG) throw new BadRequestError('Line is longer than 1 MiB');
-  if (text === LINE_HAS_NUL) throw new ValidationError('invalid_parameters', ['<line>'], 'Line contains a NUL character');
-  let parsed: unknown;
+async function applyRequestLine(
+  tx: DatabaseTransactionConnection,
+  langKey: number,
+  origin: ChangeOrigin,
+  line: Exclude<BulkLine, { type: 'write' }>,
+): Promise<boolean> {
   try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new BadRequestError('Malformed JSON on this line');
+    switch (line.type) {
+      case 'delete': {
+        const resource = KINDS[line.kind].resource;
+        if (!isStorableText(line.id)) throw new RecordNotFoundError(resource);
+        if (!(await deleteRecord(tx, langKey, line.kind, line.id, origin))) throw new RecordNotFoundError(resource);
+        return true;
+      }
+      case 'link':
+        await changeLinkIn(tx, langKey, origin, line.link, line.productId, line.otherId, line.action);
+        return true;
+      case 'line':
+        if (line.remove) await deleteLineIn(tx, langKey, origin, line.parent, line.parentId, line.productId);
+        else await putLineIn(tx, langKey, origin, line.parent, line.parentId, line.productId, line.body);
+        return true;
+    }
+  } catch (error) {
+    if (error instanceof LanguageNotFoundError) return false;
+    throw error;
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new BadRequestError('Each line must be a JSON object');
-  const keys = Object.keys(parsed);
-  if (keys.length === 1 && keys[0] === 'delete') {
-    const target = parseOrThrow(deleteLineSchema, (parsed as { delete: unknown }).delete, ['delete']);
-    return { type: 'delete', kind: target.kind, id: target.id };
-  }
-  const kind = keys.find((key): key is RecordKind => (RECORD_KINDS as readonly string[]).includes(key));
-  if (!kind) throw lineShapeError(keys);
-  return { type: 'write', kind, body: parsed };
 }
 
 export interface BulkBatchResult {
@@ -239,17 +251,18 @@ async function applyBatchOnce(tx: DatabaseTransactionConnection, jobId: string, 
   };
   for (const { line_no: line, line: text } of lines) {
     try {
-      const parsed = parseLine(text);
-      if (parsed.type === 'delete') {
+      const parsed = parseBulkLine(text, job.api_version);
+      if (parsed.type !== 'write') {
         if (!(await flush())) return languageGone();
-        const before = await deleteRecord(tx, job.lang_key, parsed.kind, parsed.id, origin);
-        if (!before) throw new RecordNotFoundError(KINDS[parsed.kind].resource);
-        saved += 1;
+        if (await applyRequestLine(tx, job.lang_key, origin, parsed)) saved += 1;
+        else return languageGone();
         continue;
       }
-      if (parsed.kind === 'profile' && !(await flush())) return languageGone();
-      const prepared = await prepareWrite(tx, job.lang_key, parsed.kind, parsed.body);
-      if (parsed.kind === 'profile') {
+      // A profile's id may depend on the lines before it; a required record (a purchase event's order) is checked alone.
+      const alone = parsed.kind === 'profile' || Boolean(KINDS[parsed.kind].requires);
+      if (alone && !(await flush())) return languageGone();
+      const prepared = await prepareWrite(tx, job.lang_key, parsed.kind, parsed.body, job.api_version);
+      if (alone) {
         if (!(await storePrepared(tx, job.lang_key, prepared, origin))) return languageGone();
         saved += 1;
         continue;

@@ -316,16 +316,33 @@ export async function changeLink(
   action: 'assign' | 'unassign',
 ): Promise<void> {
   const language = await requireLanguage(context.db, context.accountId, languageId);
+  await context.db.transaction(async (tx) => {
+    // The language's shared lock before any row lock, as every writer (docs/consistency.md).
+    await holdLanguageForWrite(tx, language.lang_key);
+    await changeLinkIn(tx, language.lang_key, originOf(context, languageId), link, productId, otherId, action);
+  });
+  context.notifier.notify(language.lang_key);
+}
+
+/**
+ * changeLink in the caller's transaction, which holds the language (a bulk line).
+ * @throws {RecordNotFoundError} when the product or the other record does not exist.
+ */
+export async function changeLinkIn(
+  tx: DatabaseTransactionConnection,
+  langKey: number,
+  origin: ChangeOrigin,
+  link: LinkWriter,
+  productId: string,
+  otherId: string,
+  action: 'assign' | 'unassign',
+): Promise<void> {
   const other = KINDS[link.kind].resource;
   if (!isStorableText(productId)) throw new RecordNotFoundError('Product');
   if (!isStorableText(otherId)) throw new RecordNotFoundError(other);
-  await context.db.transaction(async (tx) => {
-    await holdLanguageForWrite(tx, language.lang_key);
-    if (!(await shareLockLiveRecord(tx, language.lang_key, 'product', productId))) throw new RecordNotFoundError('Product');
-    if (!(await shareLockLiveRecord(tx, language.lang_key, link.kind, otherId))) throw new RecordNotFoundError(other);
-    await queueChange(tx, language.lang_key, 'product', action, productId, originOf(context, languageId), { [link.payloadKey]: otherId });
-  });
-  context.notifier.notify(language.lang_key);
+  if (!(await shareLockLiveRecord(tx, langKey, 'product', productId))) throw new RecordNotFoundError('Product');
+  if (!(await shareLockLiveRecord(tx, langKey, link.kind, otherId))) throw new RecordNotFoundError(other);
+  await queueChange(tx, langKey, 'product', action, productId, origin, { [link.payloadKey]: otherId });
 }
 
 /** A line as the order lines list shows it (V2-SURFACE 3). */
@@ -371,10 +388,61 @@ export async function putLine(
   productId: string,
   body: unknown,
 ): Promise<OrderLine | null> {
+  return inLineTransaction(context, languageId, (tx, langKey, origin) => putLineIn(tx, langKey, origin, parent, parentId, productId, body));
+}
+
+/**
+ * DELETE of a line (V2-SURFACE 3): removes every line of the product; 204
+ * also when there is none, and then nothing is written.
+ * @throws {LanguageNotFoundError} @throws {RecordNotFoundError} the parent.
+ */
+export async function deleteLine(
+  context: WriteContext,
+  languageId: string,
+  parent: LineParent,
+  parentId: string,
+  productId: string,
+): Promise<void> {
+  await inLineTransaction(context, languageId, (tx, langKey, origin) => deleteLineIn(tx, langKey, origin, parent, parentId, productId));
+}
+
+/** A line write in a transaction of its own that holds the language; the worker is woken when it wrote. */
+async function inLineTransaction<T>(
+  context: WriteContext,
+  languageId: string,
+  write: (tx: DatabaseTransactionConnection, langKey: number, origin: ChangeOrigin) => Promise<LineWrite<T>>,
+): Promise<T> {
   const language = await requireLanguage(context.db, context.accountId, languageId);
-  const resource = KINDS[parent].resource;
-  if (!v2IdSchema.safeParse(parentId).success) throw new RecordNotFoundError(resource);
-  return writeLines(context, language.lang_key, languageId, parent, parentId, (record) => {
+  const result = await context.db.transaction(async (tx) => {
+    // The language's shared lock before any row lock, as every writer (docs/consistency.md).
+    await holdLanguageForWrite(tx, language.lang_key);
+    return write(tx, language.lang_key, originOf(context, languageId));
+  });
+  if (result.written) context.notifier.notify(language.lang_key);
+  return result.line;
+}
+
+/** What a line write did: whether it wrote the parent, and the order line it answers with. */
+export interface LineWrite<T> {
+  written: boolean;
+  line: T;
+}
+
+/**
+ * putLine in the caller's transaction, which holds the language (a bulk line).
+ * @throws {RecordNotFoundError} the parent. @throws {ValidationError} the body. @throws {LanguageNotFoundError}
+ */
+export async function putLineIn(
+  tx: DatabaseTransactionConnection,
+  langKey: number,
+  origin: ChangeOrigin,
+  parent: LineParent,
+  parentId: string,
+  productId: string,
+  body: unknown,
+): Promise<LineWrite<OrderLine | null>> {
+  if (!v2IdSchema.safeParse(parentId).success) throw new RecordNotFoundError(KINDS[parent].resource);
+  return writeLines(tx, langKey, origin, parent, parentId, (record) => {
     // The parent is checked before the body, as a sub-listing checks its parent before its query.
     if (!v2IdSchema.safeParse(productId).success) throw new ValidationError('invalid_parameters', ['product_id']);
     const lines = storedLines(parent, record);
@@ -404,20 +472,19 @@ export async function putLine(
 }
 
 /**
- * DELETE of a line (V2-SURFACE 3): removes every line of the product; 204
- * also when there is none, and then nothing is written.
- * @throws {LanguageNotFoundError} @throws {RecordNotFoundError} the parent.
+ * deleteLine in the caller's transaction, which holds the language (a bulk line).
+ * @throws {RecordNotFoundError} the parent. @throws {LanguageNotFoundError}
  */
-export async function deleteLine(
-  context: WriteContext,
-  languageId: string,
+export async function deleteLineIn(
+  tx: DatabaseTransactionConnection,
+  langKey: number,
+  origin: ChangeOrigin,
   parent: LineParent,
   parentId: string,
   productId: string,
-): Promise<void> {
-  const language = await requireLanguage(context.db, context.accountId, languageId);
+): Promise<LineWrite<null>> {
   if (!v2IdSchema.safeParse(parentId).success) throw new RecordNotFoundError(KINDS[parent].resource);
-  await writeLines(context, language.lang_key, languageId, parent, parentId, (record) => {
+  return writeLines(tx, langKey, origin, parent, parentId, (record) => {
     const lines = storedLines(parent, record);
     const next = lines.filter((line) => lineProduct(line) !== productId);
     return next.length === lines.length ? null : { lines: next, change: { line_product_id: productId, line_removed: true }, line: null };
@@ -429,36 +496,24 @@ export async function deleteLine(
  * writes them as one upsert of the parent whose payload names the line's
  * product (`line_product_id`, stubbed unless `line_removed`): the applier
  * audits it as an update of the parent (sync/change.applier.ts). `edit`
- * returning null writes nothing.
+ * returning null writes nothing. The caller holds the language.
  */
 async function writeLines<T>(
-  context: WriteContext,
+  tx: DatabaseTransactionConnection,
   langKey: number,
-  languageId: string,
+  origin: ChangeOrigin,
   parent: LineParent,
   parentId: string,
   edit: (record: StoredRecord) => { lines: unknown[]; change: Record<string, unknown>; line: T } | null,
-): Promise<T | null> {
-  const result = await context.db.transaction(async (tx) => {
-    // The language's shared lock before any row lock, as every writer (docs/consistency.md).
-    await holdLanguageForWrite(tx, langKey);
-    const record = await lockLiveRecord(tx, langKey, parent, parentId);
-    if (!record) throw new RecordNotFoundError(KINDS[parent].resource);
-    const edited = edit(record);
-    if (!edited) return null;
-    const written = await writeRecord(
-      tx,
-      langKey,
-      parent,
-      parentId,
-      { [LINE_LISTS[parent].field]: edited.lines },
-      {},
-      originOf(context, languageId),
-      { id: parentId, ...edited.change },
-    );
-    if (!written) throw new LanguageNotFoundError(languageId);
-    return edited;
+): Promise<LineWrite<T | null>> {
+  const record = await lockLiveRecord(tx, langKey, parent, parentId);
+  if (!record) throw new RecordNotFoundError(KINDS[parent].resource);
+  const edited = edit(record);
+  if (!edited) return { written: false, line: null };
+  const written = await writeRecord(tx, langKey, parent, parentId, { [LINE_LISTS[parent].field]: edited.lines }, {}, origin, {
+    id: parentId,
+    ...edited.change,
   });
-  if (result) context.notifier.notify(langKey);
-  return result?.line ?? null;
+  if (!written) throw new LanguageNotFoundError(origin.languageId);
+  return { written: true, line: edited.line };
 }

@@ -1,10 +1,10 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { ZodTypeAny } from 'zod';
 import { languageSchema, languageWriteSchema } from '../../catalogue/language.schema.js';
-import { bulkListQuerySchema } from '../../catalogue/list-query.schema.js';
 import { dateTimeSchema, idListSchema, idSchema, urlSchema } from '../../catalogue/primitives.schema.js';
 import { KINDS, RECORD_KINDS, type RecordKind } from '../../catalogue/record-kinds.js';
-import { errors, json, paginated, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
+import { registerBulkPaths } from './bulk.openapi.js';
+import { errors, json, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
 import { z } from './zod-openapi.js';
 
 const pascal = (kind: string) => kind.replace(/(^|_)([a-z])/g, (_, __, letter: string) => letter.toUpperCase());
@@ -66,37 +66,6 @@ const saved = (key: string, record: ZodTypeAny, resource: string, verb: 'saved' 
   z.object({ [key]: record, message: z.string().openapi({ example: `${resource} successfully ${verb}` }) });
 
 const languageParams = pathParams({ language_id: 'The language id (its own `id`, not its code)' });
-
-const bulkJobFields = {
-  id: z.string().uuid(),
-  status: z.enum(['queued', 'running', 'completed', 'failed']).openapi({
-    description:
-      '`queued` until the worker starts, `running` while it goes through the lines, `completed` once every line is stored or refused (effects may still be applying: see `lines_applied`), `failed` when the job could not go on (`error` says why)',
-  }),
-  lines: z.number().int().openapi({ description: 'Lines in the file (blank lines are not counted)' }),
-  lines_stored: z.number().int().openapi({ description: 'Lines the worker has gone through: stored (readable at once) or refused' }),
-  lines_applied: z.number().int().openapi({
-    description:
-      'Lines whose effects (stubs, links, cascades, audit entries) are applied too; equals `lines` when the file has fully landed',
-  }),
-  saved: z.number().int().openapi({ description: 'Lines stored' }),
-  failed: z.number().int().openapi({ description: 'Lines refused, each with its error' }),
-  error: z.string().nullable().openapi({ description: 'Why a `failed` job stopped' }),
-  created_at: z.string().openapi({ format: 'date-time' }),
-  started_at: z.string().nullable().openapi({ format: 'date-time' }),
-  finished_at: z.string().nullable().openapi({ format: 'date-time' }),
-};
-
-export const bulkJobSummarySchema = z.object(bulkJobFields).openapi('BulkJobSummary');
-
-export const bulkJobSchema = z
-  .object({
-    ...bulkJobFields,
-    errors: z
-      .array(z.object({ line: z.number().int(), error: z.unknown() }))
-      .openapi({ description: 'The first 1,000 line errors; all of them at .../errors' }),
-  })
-  .openapi('BulkJob');
 
 /** Every /api/v1 operation. */
 export function registerV1Paths(registry: OpenAPIRegistry): void {
@@ -161,70 +130,7 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
     },
   });
 
-  const bulkParams = pathParams({ language_id: 'The language id', job_id: 'The bulk job id from the upload' });
-  registry.registerPath({
-    method: 'post',
-    path: '/api/v1/languages/{language_id}/bulk',
-    operationId: 'v1BulkUpload',
-    summary: 'Upload an NDJSON file of writes, applied in line order in the background',
-    description: 'Each line is a v1 write body (`{"product":{...}}`) or a delete (`{"delete":{"kind":"product","id":"P1"}}`).',
-    tags,
-    security,
-    request: {
-      params: languageParams,
-      body: {
-        required: true,
-        content: { 'application/x-ndjson': { schema: z.string().openapi({ description: 'One JSON object per line' }) } },
-      },
-    },
-    responses: {
-      202: {
-        description: 'Stored; Location names the job',
-        headers: { Location: { schema: { type: 'string' }, description: 'The job URL' } },
-        content: json(z.object({ bulk_job: bulkJobSchema })),
-      },
-      ...errors('badRequest', 'unauthorized', 'languageNotFound', 'unsupportedMediaType', 'serverError'),
-    },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/api/v1/languages/{language_id}/bulk',
-    operationId: 'v1ListBulkJobs',
-    summary: "The language's bulk uploads, newest first",
-    tags,
-    security,
-    request: { params: languageParams, query: bulkListQuerySchema },
-    responses: {
-      200: { description: 'A page of jobs', content: json(paginated(bulkJobSummarySchema)) },
-      ...errors('badRequest', 'unauthorized', 'languageNotFound', 'serverError'),
-    },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/api/v1/languages/{language_id}/bulk/{job_id}',
-    operationId: 'v1GetBulkJob',
-    summary: 'Progress and first errors of a bulk upload',
-    tags,
-    security,
-    request: { params: bulkParams },
-    responses: {
-      200: { description: 'The job', content: json(z.object({ bulk_job: bulkJobSchema })) },
-      ...errors('unauthorized', 'notFound', 'serverError'),
-    },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/api/v1/languages/{language_id}/bulk/{job_id}/errors',
-    operationId: 'v1ListBulkErrors',
-    summary: 'Every line error of a bulk upload, as NDJSON',
-    tags,
-    security,
-    request: { params: bulkParams },
-    responses: {
-      200: { description: 'One `{"line":N,"error":...}` per line', content: { 'application/x-ndjson': { schema: z.string() } } },
-      ...errors('unauthorized', 'notFound', 'serverError'),
-    },
-  });
+  registerBulkPaths(registry, 'v1');
 
   for (const kind of RECORD_KINDS) {
     const { segment, resource, schema } = KINDS[kind];

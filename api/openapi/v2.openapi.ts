@@ -17,6 +17,7 @@ import {
   STORED_KINDS,
   type StoredKind,
 } from '../../catalogue/record-kinds.js';
+import { registerBulkPaths } from './bulk.openapi.js';
 import { errors, json, NO_CONTENT, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
 import { nullable, responseView } from './v1.openapi.js';
 import { z } from './zod-openapi.js';
@@ -318,6 +319,8 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       recordSchema(kind),
     );
   }
+
+  registerBulkPaths(registry, 'v2');
 
   for (const kind of RECORD_KINDS) {
     const { segment, resource } = KINDS[kind];

@@ -1,22 +1,19 @@
-import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type pg from 'pg';
 import { z } from 'zod';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
-import { bulkErrorLines, listBulkJobsPage, presentBulkJob, receiveBulk, requireBulkJob } from '../../bulk/bulk.service.js';
 import { parseEnvelope } from '../../catalogue/envelope.schema.js';
 import { languageWriteSchema } from '../../catalogue/language.schema.js';
-import { bulkListQuerySchema } from '../../catalogue/list-query.schema.js';
 import { KINDS, RECORD_KINDS } from '../../catalogue/record-kinds.js';
 import { parseOrThrow } from '../../catalogue/validation.js';
 import type { Database } from '../../platform/db.js';
-import { HttpStatusError } from '../../platform/errors.js';
 import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
 import { lookupProfile, removeRecord, saveRecord } from '../../records/record.service.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 import { type AppContext, type AppState, principalOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
+import { addBulkRoutes } from './bulk.router.js';
 
 export interface V1Dependencies {
   db: Database;
@@ -24,8 +21,6 @@ export interface V1Dependencies {
   verifier: TokenVerifier;
   notifier: OutboxNotifier;
 }
-
-const BULK_TYPES = ['application/x-ndjson', 'application/jsonl', 'application/ndjson'];
 
 const profileQuerySchema = z
   .object({
@@ -61,36 +56,7 @@ export function v1Router({ db, copyPool, verifier, notifier }: V1Dependencies) {
     ctx.body = { profile };
   });
 
-  router.post('/languages/:language_id/bulk', async (ctx: AppContext) => {
-    if (!ctx.is(BULK_TYPES)) throw new HttpStatusError(415, 'Unsupported content type: send application/x-ndjson');
-    const principal = principalOf(ctx);
-    const languageId = ctx.params['language_id']!;
-    const job = await receiveBulk(
-      { db, copyPool, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId },
-      languageId,
-      ctx.req,
-    );
-    notifier.notifyBulk(job.id);
-    ctx.status = 202;
-    ctx.set('Location', `/api/v1/languages/${encodeURIComponent(languageId)}/bulk/${job.id}`);
-    ctx.body = { bulk_job: await presentBulkJob(db, job) };
-  });
-
-  router.get('/languages/:language_id/bulk', async (ctx: AppContext) => {
-    const query = parseOrThrow(bulkListQuerySchema, { ...ctx.query });
-    ctx.body = await listBulkJobsPage(db, principalOf(ctx).accountId, ctx.params['language_id']!, query.page, query.per_page);
-  });
-
-  router.get('/languages/:language_id/bulk/:job_id', async (ctx: AppContext) => {
-    const job = await requireBulkJob(db, principalOf(ctx).accountId, ctx.params['language_id']!, ctx.params['job_id']!);
-    ctx.body = { bulk_job: await presentBulkJob(db, job) };
-  });
-
-  router.get('/languages/:language_id/bulk/:job_id/errors', async (ctx: AppContext) => {
-    const job = await requireBulkJob(db, principalOf(ctx).accountId, ctx.params['language_id']!, ctx.params['job_id']!);
-    ctx.type = 'application/x-ndjson';
-    ctx.body = Readable.from(bulkErrorLines(db, job.id));
-  });
+  addBulkRoutes(router, { db, copyPool, notifier }, 'v1');
 
   for (const kind of RECORD_KINDS) {
     const { segment, resource } = KINDS[kind];

@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import type pg from 'pg';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
 import { parseEnvelope } from '../../catalogue/envelope.schema.js';
 import { languageV2WriteSchema } from '../../catalogue/language.schema.js';
@@ -28,9 +29,11 @@ import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
 import { registerV2Paths } from '../openapi/v2.openapi.js';
 import { registerOpenApi } from '../openapi.js';
+import { addBulkRoutes } from './bulk.router.js';
 
 export interface V2Dependencies {
   db: Database;
+  copyPool: pg.Pool;
   verifier: TokenVerifier;
   notifier: OutboxNotifier;
 }
@@ -46,10 +49,10 @@ export const V2_DELETABLE = RECORD_KINDS;
  * /api/v2 (SPEC v2 table, CONTRACT 8, V2-SURFACE): PUT upserts of every kind
  * returning the bare record in its v2 shape, 204 deletes, link and line
  * writers, paginated lists and sub-lists, the account's languages and
- * attribute definitions. Routes come from the catalogue's tables: a new kind
+ * attribute definitions, bulk files of v2 bodies. Routes come from the catalogue's tables: a new kind
  * or link is a row there, not a route here.
  */
-export function v2Router({ db, verifier, notifier }: V2Dependencies) {
+export function v2Router({ db, copyPool, verifier, notifier }: V2Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v2' });
   router.use(bearerMiddleware(verifier));
   const body = bodyMiddleware();
@@ -92,6 +95,8 @@ export function v2Router({ db, verifier, notifier }: V2Dependencies) {
   router.get('/custom_attributes', async (ctx: AppContext) => {
     ctx.body = await listAttributeDefinitions(db, principalOf(ctx).accountId, query(ctx));
   });
+
+  addBulkRoutes(router, { db, copyPool, notifier }, 'v2');
 
   for (const kind of STORED_KINDS) {
     const { segment } = KINDS[kind];

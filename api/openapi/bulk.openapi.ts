@@ -1,0 +1,129 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { bulkListQuerySchema } from '../../catalogue/list-query.schema.js';
+import { STORED_KINDS } from '../../catalogue/record-kinds.js';
+import type { Generation } from '../../records/record.service.js';
+import { errors, json, paginated, pathParams, SECURITY } from './components.js';
+import { z } from './zod-openapi.js';
+
+/*
+ * The bulk upload and its job reads, for each interface that has them
+ * (api/routes/bulk.router.ts): the same operations, with the lines of that
+ * interface, v1 wrapping a job in `bulk_job` and v2 answering it bare.
+ */
+
+const bulkJobFields = {
+  id: z.string().uuid(),
+  status: z.enum(['queued', 'running', 'completed', 'failed']).openapi({
+    description:
+      '`queued` until the worker starts, `running` while it goes through the lines, `completed` once every line is stored or refused (effects may still be applying: see `lines_applied`), `failed` when the job could not go on (`error` says why)',
+  }),
+  lines: z.number().int().openapi({ description: 'Lines in the file (blank lines are not counted)' }),
+  lines_stored: z.number().int().openapi({ description: 'Lines the worker has gone through: stored (readable at once) or refused' }),
+  lines_applied: z.number().int().openapi({
+    description:
+      'Lines whose effects (stubs, links, cascades, audit entries) are applied too; equals `lines` when the file has fully landed',
+  }),
+  saved: z.number().int().openapi({ description: 'Lines stored' }),
+  failed: z.number().int().openapi({ description: 'Lines refused, each with its error' }),
+  error: z.string().nullable().openapi({ description: 'Why a `failed` job stopped' }),
+  created_at: z.string().openapi({ format: 'date-time' }),
+  started_at: z.string().nullable().openapi({ format: 'date-time' }),
+  finished_at: z.string().nullable().openapi({ format: 'date-time' }),
+};
+
+export const bulkJobSummarySchema = z.object(bulkJobFields).openapi('BulkJobSummary');
+
+export const bulkJobSchema = z
+  .object({
+    ...bulkJobFields,
+    errors: z.array(z.object({ line: z.number().int(), error: z.unknown() })).openapi({
+      description: 'The first 1,000 line errors, each the body its single request would have been answered with; all of them at .../errors',
+    }),
+  })
+  .openapi('BulkJob');
+
+const LINES: Record<Generation, string> = {
+  v1: 'Each line is a v1 write body (`{"product":{...}}`) or a delete (`{"delete":{"kind":"product","id":"P1"}}`).',
+  v2:
+    'Each line is one v2 request, applied as if the lines were sent one by one: a PUT body of the collection ' +
+    `(\`{"<kind>":{...}}\` for ${STORED_KINDS.join(', ')}), a record delete (\`{"delete":{"kind":"product","id":"P1"}}\` or ` +
+    '`{"delete":"products/P1"}`), or a PUT or DELETE of a sub-resource, its path relative to the language with segments ' +
+    'percent-encoded: `{"put":"products/P1/categories/C1"}`, `{"delete":"products/P1/relevant_products/P2"}`, ' +
+    '`{"put":"orders/O1/products/P1","body":{"quantity":2}}`, `{"put":"shopping_carts/S1/products/P1"}`. ' +
+    'A refused line is recorded with the error body its request would get; the file goes on.',
+};
+
+/** The bulk operations of one interface. */
+export function registerBulkPaths(registry: OpenAPIRegistry, generation: Generation): void {
+  const tags = [generation];
+  const security = SECURITY.bearer;
+  const base = `/api/${generation}/languages/{language_id}/bulk`;
+  const job = generation === 'v1' ? z.object({ bulk_job: bulkJobSchema }) : bulkJobSchema;
+  const languageParams = pathParams({ language_id: 'The language id (its own `id`, not its code)' });
+  const jobParams = pathParams({ language_id: 'The language id', job_id: 'The bulk job id from the upload' });
+  const operation = (name: string) => `${generation}${name}`;
+
+  registry.registerPath({
+    method: 'post',
+    path: base,
+    operationId: operation('BulkUpload'),
+    summary: `Upload an NDJSON file of ${generation} writes, applied in line order in the background`,
+    description: LINES[generation],
+    tags,
+    security,
+    request: {
+      params: languageParams,
+      body: {
+        required: true,
+        content: { 'application/x-ndjson': { schema: z.string().openapi({ description: 'One JSON object per line' }) } },
+      },
+    },
+    responses: {
+      202: {
+        description: 'Stored; Location names the job',
+        headers: { Location: { schema: { type: 'string' }, description: 'The job URL' } },
+        content: json(job),
+      },
+      ...errors('badRequest', 'unauthorized', 'languageNotFound', 'unsupportedMediaType', 'serverError'),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: base,
+    operationId: operation('ListBulkJobs'),
+    summary: "The language's bulk uploads (v1 and v2 files), newest first",
+    tags,
+    security,
+    request: { params: languageParams, query: bulkListQuerySchema },
+    responses: {
+      200: { description: 'A page of jobs', content: json(paginated(bulkJobSummarySchema)) },
+      ...errors('badRequest', 'unauthorized', 'languageNotFound', 'serverError'),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: `${base}/{job_id}`,
+    operationId: operation('GetBulkJob'),
+    summary: 'Progress and first errors of a bulk upload',
+    tags,
+    security,
+    request: { params: jobParams },
+    responses: {
+      200: { description: 'The job', content: json(job) },
+      ...errors('unauthorized', 'notFound', 'serverError'),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: `${base}/{job_id}/errors`,
+    operationId: operation('ListBulkErrors'),
+    summary: 'Every line error of a bulk upload, as NDJSON',
+    tags,
+    security,
+    request: { params: jobParams },
+    responses: {
+      200: { description: 'One `{"line":N,"error":...}` per line', content: { 'application/x-ndjson': { schema: z.string() } } },
+      ...errors('unauthorized', 'notFound', 'serverError'),
+    },
+  });
+}
