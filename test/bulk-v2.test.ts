@@ -329,12 +329,12 @@ function linesOf(r: ReturnType<typeof rng>, operations: Operation[], written: Se
 }
 
 describe('when a long random v2 file repeats records, links, lines and deletes', () => {
-  // Crosses bulk batches (1,000 lines) and breaks runs of distinct records often (three ids per kind).
+  // Crosses a bulk batch (1,000 lines) and breaks runs of distinct records often (three ids per kind).
   it('should end in the state of the same requests sent one by one, refusing the same lines', async () => {
     const r = rng(Number(process.env['BULK_SEED'] ?? 20261122));
     const written = new Set<string>();
     const lines: Line[] = [];
-    while (lines.length < 1_500) lines.push(...linesOf(r, generate(r, 100, undefined, { v2: true, v2Surface: true }), written));
+    while (lines.length < 1_200) lines.push(...linesOf(r, generate(r, 100, undefined, { v2: true, v2Surface: true }), written));
     await createLanguage('random-bulk');
     const response = await upload(
       'random-bulk',
