@@ -10,6 +10,10 @@ const databaseUrl = process.argv[3]!;
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 20 });
 
 const server = http.createServer((request, response) => {
+  if (request.method === 'GET') {
+    response.end('ok');
+    return;
+  }
   const chunks: Buffer[] = [];
   request.on('data', (chunk: Buffer) => chunks.push(chunk));
   request.on('end', () => {

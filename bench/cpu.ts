@@ -1,0 +1,121 @@
+/**
+ * CPU time and memory of processes, read from /proc: steadier than request
+ * rates on a shared machine, because it counts the work done, not how long
+ * the machine let it take.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import pg from 'pg';
+
+const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+/** User plus system CPU seconds a process has used so far, or null once it is gone. */
+export async function cpuSeconds(pid: number): Promise<number | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may hold spaces; the fields after it are counted from its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+
+export async function rssMiB(pid: number): Promise<number | null> {
+  try {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Measures, over one phase, the CPU seconds and peak RSS of named processes,
+ * and the CPU seconds of every Postgres backend serving one database. Backends
+ * come and go with the pools; each is sampled while it lives (every 200 ms),
+ * and one that first appears during the phase counts from zero.
+ */
+export class CpuWatch {
+  private readonly startCpu = new Map<string, number>();
+  private readonly lastCpu = new Map<string, number>();
+  private readonly peakRss = new Map<string, number>();
+  private readonly backendStart = new Map<number, number>();
+  private readonly backendLast = new Map<number, number>();
+  private readonly timer: NodeJS.Timeout;
+  private sampling: Promise<void> = Promise.resolve();
+
+  private constructor(
+    private readonly processes: Record<string, number | undefined>,
+    private readonly database: string | undefined,
+    private readonly admin: pg.Client | undefined,
+  ) {
+    this.timer = setInterval(() => {
+      this.sampling = this.sampling.then(() => this.sample(false));
+    }, 200);
+  }
+
+  /** Starts watching `processes` (name → pid) and, if `databaseUrl` is given, that database's backends. */
+  static async start(processes: Record<string, number | undefined>, databaseUrl?: string): Promise<CpuWatch> {
+    let admin: pg.Client | undefined;
+    let database: string | undefined;
+    if (databaseUrl) {
+      const url = new URL(databaseUrl);
+      database = decodeURIComponent(url.pathname.slice(1));
+      url.pathname = '/postgres';
+      admin = new pg.Client({ connectionString: url.toString() });
+      await admin.connect();
+    }
+    const watch = new CpuWatch(processes, database, admin);
+    await watch.sample(true);
+    return watch;
+  }
+
+  private async backends(): Promise<number[]> {
+    if (!this.admin) return [];
+    const result = await this.admin.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+      [this.database],
+    );
+    return result.rows.map((row) => row.pid);
+  }
+
+  private async sample(first: boolean): Promise<void> {
+    for (const [name, pid] of Object.entries(this.processes)) {
+      if (pid === undefined) continue;
+      const [cpu, rss] = await Promise.all([cpuSeconds(pid), rssMiB(pid)]);
+      if (cpu !== null) {
+        if (first) this.startCpu.set(name, cpu);
+        this.lastCpu.set(name, cpu);
+      }
+      if (rss !== null) this.peakRss.set(name, Math.max(this.peakRss.get(name) ?? 0, rss));
+    }
+    for (const pid of await this.backends().catch(() => [])) {
+      const cpu = await cpuSeconds(pid);
+      if (cpu === null) continue;
+      if (!this.backendStart.has(pid)) this.backendStart.set(pid, first ? cpu : 0);
+      this.backendLast.set(pid, cpu);
+    }
+  }
+
+  /** Stops watching; CPU seconds used during the phase per process (`postgres`: the database's backends), peak RSS in MiB. */
+  async stop(): Promise<{ cpu: Record<string, number>; rss: Record<string, number> }> {
+    clearInterval(this.timer);
+    await this.sampling;
+    await this.sample(false);
+    await this.admin?.end();
+    const cpu: Record<string, number> = {};
+    for (const [name, start] of this.startCpu) cpu[name] = (this.lastCpu.get(name) ?? start) - start;
+    if (this.admin) {
+      let postgres = 0;
+      for (const [pid, start] of this.backendStart) postgres += (this.backendLast.get(pid) ?? start) - start;
+      cpu['postgres'] = postgres;
+    }
+    const rss = Object.fromEntries([...this.peakRss].map(([name, mib]) => [name, Math.round(mib)]));
+    return { cpu, rss };
+  }
+}
+
+/** CPU microseconds per unit of work, rounded. */
+export const perUnit = (seconds: number | undefined, units: number): number | null =>
+  seconds === undefined || units <= 0 ? null : Math.round((seconds * 1e6) / units);
