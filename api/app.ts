@@ -1,4 +1,4 @@
-import type Router from '@koa/router';
+import Router from '@koa/router';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import Koa from 'koa';
@@ -8,6 +8,7 @@ import type { TokenVerifier } from '../auth/token-verifier.js';
 import type { Config } from '../platform/config.js';
 import type { Database } from '../platform/db.js';
 import type { OutboxNotifier } from '../sync/outbox.notifier.js';
+import type { PreparedWriter } from '../sync/prepared-write.js';
 import type { AppState } from './context.js';
 import { createApiMetrics } from './metrics.js';
 import { adminAreaMiddleware } from './middleware/admin-auth.middleware.js';
@@ -30,6 +31,7 @@ export interface AppDependencies {
   logger: Logger;
   verifier: TokenVerifier;
   notifier: OutboxNotifier;
+  writer: PreparedWriter;
   queues: Queue[];
 }
 
@@ -38,29 +40,35 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
   // Errors are answered by errorMiddleware; Koa's own handler would only log them twice.
   app.silent = true;
 
-  const metrics = createApiMetrics({ db: deps.db, copyPool: deps.copyPool, queues: deps.queues, logger: deps.logger });
+  const metrics = createApiMetrics({
+    db: deps.db,
+    copyPool: deps.copyPool,
+    writePool: deps.writer.pool,
+    queues: deps.queues,
+    logger: deps.logger,
+  });
   app.use(requestLogMiddleware(deps.logger, metrics.http));
   app.use(errorMiddleware);
   // Before every router and the dashboard, so nothing under /admin is reachable without credentials.
   app.use(adminAreaMiddleware(deps.config.ADMIN_USER, deps.config.ADMIN_PASSWORD));
   app.use(queueDashboardMiddleware(deps.queues));
 
-  const routers: Router<AppState>[] = [
+  // One router for every interface: a request is matched once, and runs through one routing middleware
+  // and one allowedMethods instead of a pair per interface.
+  const root = new Router<AppState>();
+  for (const router of [
     healthRouter(deps.db, deps.redis),
     oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS),
-    v1Router({ db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier }),
-    v2Router({ db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier }),
+    v1Router({ db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier, writer: deps.writer }),
+    v2Router({ db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier, writer: deps.writer }),
     adminRouter({ config: deps.config, db: deps.db, queues: deps.queues }),
-  ];
-  for (const router of routers) {
-    app.use(router.routes());
-    app.use(router.allowedMethods());
+    // Operations: Prometheus scrape and the API description.
+    metricsRouter(metrics.registry),
+    docsRouter(),
+  ]) {
+    root.use(router.routes());
   }
-
-  // Operations: Prometheus scrape and the API description.
-  for (const router of [metricsRouter(metrics.registry), docsRouter()]) {
-    app.use(router.routes());
-    app.use(router.allowedMethods());
-  }
+  app.use(root.routes());
+  app.use(root.allowedMethods());
   return app;
 }

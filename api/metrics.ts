@@ -37,15 +37,16 @@ export function registerOutboxMetrics(registry: Registry, db: Database, logger: 
 export interface ApiMetricsSources {
   db: Database;
   copyPool: Pool;
+  writePool: Pool;
   queues: Queue[];
   logger: Logger;
 }
 
 /** Everything the API's /metrics shows, in a registry of this app's own. */
-export function createApiMetrics({ db, copyPool, queues, logger }: ApiMetricsSources) {
+export function createApiMetrics({ db, copyPool, writePool, queues, logger }: ApiMetricsSources) {
   const registry = createMetricsRegistry('api');
   registerQueueMetrics(registry, queues, logger);
   registerOutboxMetrics(registry, db, logger);
-  registerPoolMetrics(registry, { api: slonikPoolUsage(db), copy: pgPoolUsage(copyPool) });
+  registerPoolMetrics(registry, { api: slonikPoolUsage(db), write: pgPoolUsage(writePool), copy: pgPoolUsage(copyPool) });
   return { registry, http: createHttpMetrics(registry) };
 }

@@ -8,6 +8,7 @@ import { createLogger, type Logger } from '../platform/logger.js';
 import { createQueues, settleConnections } from '../platform/queue.js';
 import { createRedis } from '../platform/redis.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
+import { PreparedWriter } from '../sync/prepared-write.js';
 import { createApp } from './app.js';
 import type { AppState } from './context.js';
 
@@ -24,7 +25,10 @@ const DRAIN_TIMEOUT_MS = 15_000;
 
 /** Starts the HTTP API; `close()` stops accepting connections, lets in-flight requests finish and closes the pools. */
 export async function startApi(config: Config, logger: Logger = createLogger(config.LOG_LEVEL, 'api')): Promise<RunningApi> {
-  const db = await createDatabase(config.DATABASE_URL, { maximumPoolSize: 20 });
+  const db = await createDatabase(config.DATABASE_URL, { maximumPoolSize: 10 });
+  // Single writes have a pool of their own: one prepared statement per write (sync/prepared-write.ts).
+  const writer = new PreparedWriter({ connectionString: config.DATABASE_URL, max: 10, statementTimeoutMs: 30_000 });
+  writer.pool.on('error', (error) => logger.warn({ err: error.message }, 'write pool error'));
   const redis = createRedis(config.REDIS_URL, 'producer');
   redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   const verifier = new TokenVerifier(db, config.DATABASE_URL, logger);
@@ -34,7 +38,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   // Bulk uploads stream into Postgres with COPY, which needs plain pg connections.
   const copyPool = new pg.Pool({ connectionString: config.DATABASE_URL, max: 4 });
   copyPool.on('error', (error) => logger.warn({ err: error.message }, 'copy pool error'));
-  const app = createApp({ config, db, copyPool, redis, logger, verifier, notifier, queues: Object.values(queues) });
+  const app = createApp({ config, db, copyPool, writer, redis, logger, verifier, notifier, queues: Object.values(queues) });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -73,6 +77,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
         await settleConnections(Object.values(queues));
         await Promise.all(Object.values(queues).map((queue) => queue.close()));
         await db.end();
+        await writer.end();
         await copyPool.end();
         redis.disconnect();
       })();

@@ -17,7 +17,7 @@ export async function saveLanguage(context: WriteContext, input: LanguageWrite) 
     });
     return saved;
   });
-  context.notifier.notify(row.lang_key);
+  context.notifier.notify(row.lang_key, context.requestId);
   return toLanguageResponse(row);
 }
 
@@ -38,7 +38,7 @@ export async function deleteLanguage(context: WriteContext, languageId: string) 
     return deleted;
   });
   forgetLanguageForWrites(context.db, context.accountId, languageId);
-  if (row) context.notifier.notify(row.lang_key);
+  if (row) context.notifier.notify(row.lang_key, context.requestId);
   return row ? toLanguageResponse(row) : null;
 }
 

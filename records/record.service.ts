@@ -257,9 +257,10 @@ export async function storeRecord(
       if (!fresh) await requireLanguage(context.db, context.accountId, languageId);
       throw error;
     }
-    const record = await storePrepared(context.db, language.lang_key, prepared, originOf(context, languageId));
+    const { kind: _kind, id, fields, times, payload } = prepared;
+    const record = await context.writer.writeRecord(language.lang_key, kind, id, fields, times, originOf(context, languageId), payload);
     if (record) {
-      context.notifier.notify(language.lang_key);
+      context.notifier.notify(language.lang_key, context.requestId);
       return { prepared, record };
     }
     forgetLanguageForWrites(context.db, context.accountId, languageId);
@@ -281,7 +282,7 @@ export async function removeRecord(context: WriteContext, languageId: string, ki
     return deleteRecord(tx, language.lang_key, kind, id, originOf(context, languageId));
   });
   if (!before) throw new RecordNotFoundError(definition.resource);
-  context.notifier.notify(language.lang_key);
+  context.notifier.notify(language.lang_key, context.requestId);
   return presentRecord(definition, before);
 }
 
@@ -321,7 +322,7 @@ export async function changeLink(
     await holdLanguageForWrite(tx, language.lang_key);
     await changeLinkIn(tx, language.lang_key, originOf(context, languageId), link, productId, otherId, action);
   });
-  context.notifier.notify(language.lang_key);
+  context.notifier.notify(language.lang_key, context.requestId);
 }
 
 /**
@@ -418,7 +419,7 @@ async function inLineTransaction<T>(
     await holdLanguageForWrite(tx, language.lang_key);
     return write(tx, language.lang_key, originOf(context, languageId));
   });
-  if (result.written) context.notifier.notify(language.lang_key);
+  if (result.written) context.notifier.notify(language.lang_key, context.requestId);
   return result.line;
 }
 

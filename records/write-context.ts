@@ -1,11 +1,17 @@
 import type { Database } from '../platform/db.js';
 import type { OutboxNotifier } from '../sync/outbox.notifier.js';
+import type { PreparedWriter } from '../sync/prepared-write.js';
 import type { ChangeOrigin } from '../sync/write.repository.js';
 
-/** A write request: its account, client and request id, and where its changes go. */
-export interface WriteContext {
+/** What writes are made with: the database, the single-write statement and the applier's wake-up call. */
+export interface WriteServices {
   db: Database;
+  writer: PreparedWriter;
   notifier: OutboxNotifier;
+}
+
+/** A write request: its account, client and request id, and where its changes go. */
+export interface WriteContext extends WriteServices {
   accountId: number;
   clientId: string;
   requestId: string;

@@ -1,6 +1,5 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { currentRequestId } from '../platform/request-context.js';
 import { jobIds, wakeWindow } from './job-ids.js';
 
 /**
@@ -8,8 +7,8 @@ import { jobIds, wakeWindow } from './job-ids.js';
  * waits for Redis: the outbox row is already durable, so a failed enqueue only
  * delays the effects until the worker's sweeper finds them.
  *
- * Jobs carry the id of the request that enqueued them (taken from the request
- * context unless given), so a job's log lines can be traced back to the request.
+ * Jobs carry the id of the request that enqueued them, so a job's log lines
+ * can be traced back to the request.
  * Because jobs of one window collapse, an apply-outbox job names the first
  * request of its window; every audit entry still carries its own request id.
  */
@@ -24,7 +23,7 @@ export class OutboxNotifier {
   ) {}
 
   /** Starts a stored bulk file; the worker's sweeper starts it too if this is lost. */
-  notifyBulk(bulkJobId: string, requestId: string | undefined = currentRequestId()): void {
+  notifyBulk(bulkJobId: string, requestId: string | undefined): void {
     this.bulkQueue
       ?.add('process-bulk', withRequestId({ bulkJobId }, requestId), { jobId: jobIds.bulkStart(bulkJobId) })
       .catch((error: Error) =>
@@ -32,7 +31,7 @@ export class OutboxNotifier {
       );
   }
 
-  notify(langKey: number, requestId: string | undefined = currentRequestId()): void {
+  notify(langKey: number, requestId: string | undefined): void {
     if (!this.queue) return;
     const now = Date.now();
     const window = wakeWindow(now);

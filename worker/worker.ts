@@ -6,7 +6,6 @@ import { createLogger, type Logger } from '../platform/logger.js';
 import { createJobMetrics, createMetricsRegistry, registerPoolMetrics, serveMetrics, slonikPoolUsage } from '../platform/metrics.js';
 import { createQueues, type JobName, QUEUES, type QueueKey, settleConnections } from '../platform/queue.js';
 import { createRedis } from '../platform/redis.js';
-import { runWithRequestContext } from '../platform/request-context.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { Sweeper } from '../sync/sweeper.js';
 import { assertRegistryComplete, processors } from './processors/index.js';
@@ -64,9 +63,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     const started = process.hrtime.bigint();
     let outcome = 'failed';
     try {
-      // Jobs this job enqueues (a bulk slice waking the applier) carry the same request id.
-      const run = () => processor(job as never, { ...context, logger: jobLogger });
-      const result = await (requestId === undefined ? run() : runWithRequestContext({ requestId }, run));
+      const result = await processor(job as never, { ...context, logger: jobLogger });
       outcome = 'completed';
       return result;
     } finally {

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import type { Logger } from 'pino';
 import type { HttpMetrics } from '../../platform/metrics.js';
-import { runWithRequestContext } from '../../platform/request-context.js';
 import type { AppContext } from '../context.js';
 import { isQueueDashboardPath, QUEUE_DASHBOARD_PATH } from './queue-dashboard.middleware.js';
 
@@ -26,29 +25,49 @@ export function routeLabel(ctx: AppContext): string {
 }
 
 /**
- * Outermost middleware: takes the request id from X-Request-Id (or makes one),
- * echoes it, makes it the request context (so jobs the request enqueues carry
- * it) and, once the answer is known, logs one line and observes the duration.
+ * Outermost middleware: takes the request id from X-Request-Id (or makes one)
+ * and echoes it; services carry it into the outbox rows and jobs of the
+ * request's changes. Once the answer is known, it observes the duration and
+ * logs one line (the line's fields are only built when `info` is enabled:
+ * this runs on every request).
  */
 export function requestLogMiddleware(logger: Logger, httpMetrics: HttpMetrics) {
   return async (ctx: AppContext, next: Next) => {
     const incoming = ctx.get('x-request-id');
     const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
     ctx.state.requestId = requestId;
-    ctx.state.logger = logger.child({ request_id: requestId });
+    // A child logger costs more than most of a request; it is made only when something logs (errors).
+    let child: Logger | undefined;
+    Object.defineProperty(ctx.state, 'logger', {
+      get: () => {
+        child ??= logger.child({ request_id: requestId });
+        return child;
+      },
+      configurable: true,
+      enumerable: true,
+    });
     ctx.set('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     try {
-      await runWithRequestContext({ requestId }, next);
+      await next();
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = routeLabel(ctx);
       ctx.state.routePath = route;
       httpMetrics.observe({ method: ctx.method, route, status: String(ctx.status) }, seconds);
-      ctx.state.logger.info(
-        { method: ctx.method, route, path: ctx.path, status: ctx.status, duration_ms: Math.round(seconds * 1e6) / 1e3 },
-        'request',
-      );
+      if (logger.isLevelEnabled('info')) {
+        logger.info(
+          {
+            request_id: requestId,
+            method: ctx.method,
+            route,
+            path: ctx.path,
+            status: ctx.status,
+            duration_ms: Math.round(seconds * 1e6) / 1e3,
+          },
+          'request',
+        );
+      }
     }
   };
 }

@@ -37,7 +37,7 @@ export function addBulkRoutes(router: Router<AppState>, { db, copyPool, notifier
       ctx.req,
       generation,
     );
-    notifier.notifyBulk(job.id);
+    notifier.notifyBulk(job.id, ctx.state.requestId);
     ctx.status = 202;
     ctx.set('Location', `/api/${generation}/languages/${encodeURIComponent(languageId)}/bulk/${job.id}`);
     ctx.body = present(await presentBulkJob(db, job));

@@ -10,6 +10,7 @@ import type { Database } from '../../platform/db.js';
 import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
 import { lookupProfile, removeRecord, saveRecord } from '../../records/record.service.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
+import type { PreparedWriter } from '../../sync/prepared-write.js';
 import { type AppContext, type AppState, principalOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
@@ -20,6 +21,7 @@ export interface V1Dependencies {
   copyPool: pg.Pool;
   verifier: TokenVerifier;
   notifier: OutboxNotifier;
+  writer: PreparedWriter;
 }
 
 const profileQuerySchema = z
@@ -29,13 +31,13 @@ const profileQuerySchema = z
   })
   .strict();
 
-export function v1Router({ db, copyPool, verifier, notifier }: V1Dependencies) {
+export function v1Router({ db, copyPool, verifier, notifier, writer }: V1Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v1' });
   router.use(bearerMiddleware(verifier));
   const body = bodyMiddleware();
   const context = (ctx: AppContext) => {
     const principal = principalOf(ctx);
-    return { db, notifier, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId };
+    return { db, writer, notifier, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId };
   };
 
   router.post(['/languages', '/languages/'], body, async (ctx: AppContext) => {

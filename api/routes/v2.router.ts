@@ -24,6 +24,7 @@ import { listAttributeDefinitions, saveAttributeDefinition } from '../../records
 import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
 import { changeLink, deleteLine, putLine, removeRecord, storeRecord, type WriteContext } from '../../records/record.service.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
+import type { PreparedWriter } from '../../sync/prepared-write.js';
 import { type AppContext, type AppState, principalOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
@@ -36,6 +37,7 @@ export interface V2Dependencies {
   copyPool: pg.Pool;
   verifier: TokenVerifier;
   notifier: OutboxNotifier;
+  writer: PreparedWriter;
 }
 
 registerOpenApi('v2', registerV2Paths);
@@ -52,13 +54,13 @@ export const V2_DELETABLE = RECORD_KINDS;
  * attribute definitions, bulk files of v2 bodies. Routes come from the catalogue's tables: a new kind
  * or link is a row there, not a route here.
  */
-export function v2Router({ db, copyPool, verifier, notifier }: V2Dependencies) {
+export function v2Router({ db, copyPool, verifier, notifier, writer }: V2Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v2' });
   router.use(bearerMiddleware(verifier));
   const body = bodyMiddleware();
   const writing = (ctx: AppContext): WriteContext => {
     const principal = principalOf(ctx);
-    return { db, notifier, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId };
+    return { db, writer, notifier, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId };
   };
   const reading = (ctx: AppContext): ReadContext => ({ db, accountId: principalOf(ctx).accountId });
   const param = (ctx: AppContext, name: string) => ctx.params[name]!;

@@ -13,10 +13,10 @@ export interface ApiProcess {
 }
 
 /** The real API entry point (`bin/api.ts`) as a separate process, ready when this resolves. */
-export async function spawnApi(config: Config, extraEnv: Record<string, string> = {}): Promise<ApiProcess> {
+export async function spawnApi(config: Config, extraEnv: Record<string, string> = {}, script = 'bin/api.ts'): Promise<ApiProcess> {
   const port = await freePort();
   const child = spawnEntryPoint(
-    'bin/api.ts',
+    script,
     {
       DATABASE_URL: config.DATABASE_URL,
       REDIS_URL: config.REDIS_URL,

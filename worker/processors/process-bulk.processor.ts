@@ -29,7 +29,7 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
         logger.warn({ err: error.message }, 'could not refresh planner statistics'),
       );
     }
-    if (result.langKey !== undefined) notifier.notify(result.langKey);
+    if (result.langKey !== undefined) notifier.notify(result.langKey, job.data.requestId);
     await reportProgress(job, db, bulkJobId);
     if (result.done) return { bulkJobId, applied, done: true };
   }

@@ -1,0 +1,111 @@
+import pg from 'pg';
+import type { StoredKind } from '../catalogue/record-kinds.js';
+import type { ChangeOrigin, RecordTimes, WrittenRecord } from './write.repository.js';
+
+/*
+ * The single write's one statement (write_record, sync/sql/write_record.sql)
+ * sent through `pg` directly, as a named prepared statement, instead of
+ * through slonik like every other query. It is the hottest statement of the
+ * service, and slonik can give it neither of the two things this file is for:
+ *
+ * - a prepared statement: Postgres parses and plans the call once per
+ *   connection instead of once per write;
+ * - no per-query layers: slonik wraps each query in a query id, a child
+ *   logger, tracing spans, interceptors and a zod parse of the row, which
+ *   together cost the API more CPU than the rest of a write (measured with
+ *   `npm run bench`: see docs/decisions.md, "Hot paths").
+ *
+ * Inside a transaction (bulk files) writes go through slonik
+ * (write.repository.ts `writeRecord`): both call the same SQL function.
+ */
+
+const TIMESTAMPTZ = 1184;
+const INT8 = 20;
+
+/** Rows as the rest of the service sees them (platform/db.ts): ISO 8601 timestamps in UTC, int8 as numbers. */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === TIMESTAMPTZ) return (value: string) => new Date(Date.parse(value)).toISOString();
+    if (oid === INT8) return (value: string) => Number.parseInt(value, 10);
+    return pg.types.getTypeParser(oid, format ?? 'text');
+  },
+};
+
+const WRITE_RECORD = {
+  name: 'write_record',
+  text: `SELECT status, id, data, created_at, updated_at, seq
+         FROM write_record($1, $2, $3, $4::jsonb, $5::timestamptz, $6::timestamptz, $7, $8, $9::jsonb, $10, $11)`,
+};
+
+interface WriteRow {
+  status: 'written' | 'language-gone';
+  id: string;
+  data: Record<string, unknown>;
+  created_at: string | null;
+  updated_at: string | null;
+  seq: number;
+}
+
+export interface PreparedWriterOptions {
+  connectionString: string;
+  /** Connections of this pool (single writes only). */
+  max: number;
+  /** Per statement, like the slonik pool's statement timeout. */
+  statementTimeoutMs: number;
+  applicationName?: string;
+}
+
+/** Single writes of records, one prepared statement per write, on a pool of their own. */
+export class PreparedWriter {
+  readonly pool: pg.Pool;
+
+  constructor(options: PreparedWriterOptions) {
+    this.pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.max,
+      idleTimeoutMillis: 10_000,
+      connectionTimeoutMillis: 5_000,
+      statement_timeout: options.statementTimeoutMs,
+      application_name: options.applicationName,
+      types,
+    });
+  }
+
+  /**
+   * writeRecord (write.repository.ts) for one write outside any transaction.
+   * @returns null when the language is gone.
+   */
+  async writeRecord(
+    langKey: number,
+    kind: StoredKind,
+    id: string,
+    fields: Record<string, unknown>,
+    times: RecordTimes,
+    origin: ChangeOrigin,
+    payload: Record<string, unknown>,
+  ): Promise<WrittenRecord | null> {
+    const result = await this.pool.query<WriteRow>({
+      ...WRITE_RECORD,
+      values: [
+        langKey,
+        kind,
+        id,
+        JSON.stringify(fields),
+        times.created_at ?? null,
+        times.updated_at ?? null,
+        origin.accountId,
+        origin.languageId,
+        JSON.stringify(payload),
+        origin.actor,
+        origin.requestId,
+      ],
+    });
+    const row = result.rows[0];
+    if (!row || row.status !== 'written') return null;
+    return { id: row.id, data: row.data, created_at: row.created_at, updated_at: row.updated_at, seq: row.seq };
+  }
+
+  end(): Promise<void> {
+    return this.pool.end();
+  }
+}
