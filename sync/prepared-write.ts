@@ -101,7 +101,7 @@ export class PreparedWriter {
       ],
     });
     const row = result.rows[0];
-    if (!row || row.status !== 'written') return null;
+    if (row?.status !== 'written') return null;
     return { id: row.id, data: row.data, created_at: row.created_at, updated_at: row.updated_at, seq: row.seq };
   }
 
