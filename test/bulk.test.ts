@@ -3,8 +3,9 @@ import { Readable } from 'node:stream';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { spawnApi } from './support/api-process.js';
 import { httpRequest, startEnvironment, type TestEnvironment } from './support/harness.js';
-import { freePort, spawnEntryPoint, spawnWorker, stopProcess } from './support/processes.js';
+import { spawnWorker, stopProcess } from './support/processes.js';
 
 let env: TestEnvironment;
 let token: string;
@@ -341,26 +342,9 @@ describe('when a worker is killed in the middle of a file', () => {
 describe('when a 100 MB file is streamed', () => {
   it("should store it without the API process's memory growing with it", async () => {
     await createLanguage('bulk-big');
-    const port = await freePort();
-    const api = spawnEntryPoint('bin/api.ts', {
-      DATABASE_URL: env.config.DATABASE_URL,
-      REDIS_URL: env.config.REDIS_URL,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      QUEUE_PREFIX: env.config.QUEUE_PREFIX,
-      LOG_LEVEL: 'silent',
-    });
+    // The real API entry point as a process of its own, so /proc shows its memory alone.
+    const { child: api, baseUrl } = await spawnApi(env.config);
     try {
-      const baseUrl = `http://127.0.0.1:${port}`;
-      for (let attempt = 0; ; attempt += 1) {
-        const ready = await fetch(`${baseUrl}/healthz`).then(
-          (response) => response.ok,
-          () => false,
-        );
-        if (ready) break;
-        if (attempt > 200) throw new Error('API process did not start');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
       const rss = async () => {
         const status = await readFile(`/proc/${api.pid}/status`, 'utf8');
         return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
