@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Database } from '../platform/db.js';
 import { BadRequestError, LanguageNotFoundError, RecordNotFoundError, ValidationError } from '../platform/errors.js';
 import { holdLanguageForWrite } from '../sync/locks.js';
+import type { PreparedWriter } from '../sync/prepared-write.js';
 import {
   type ChangeOrigin,
   deleteRecord,
@@ -191,7 +192,9 @@ export async function holdRequiredRecord(tx: DatabaseTransactionConnection, lang
 }
 
 /**
- * Stores a prepared write, in the caller's transaction or alone.
+ * Stores a prepared write, in the caller's transaction or alone. Alone, a
+ * write that needs no other record goes through `writer`, the prepared
+ * single-write statement (sync/prepared-write.ts).
  * @returns null when the language was deleted meanwhile.
  */
 export async function storePrepared(
@@ -199,9 +202,13 @@ export async function storePrepared(
   langKey: number,
   prepared: PreparedWrite,
   origin: ChangeOrigin,
+  writer?: PreparedWriter,
 ): Promise<WrittenRecord | null> {
   if (!KINDS[prepared.kind].requires) {
-    return writeRecord(db, langKey, prepared.kind, prepared.id, prepared.fields, prepared.times, origin, prepared.payload);
+    const { kind, id, fields, times, payload } = prepared;
+    return writer
+      ? writer.writeRecord(langKey, kind, id, fields, times, origin, payload)
+      : writeRecord(db, langKey, kind, id, fields, times, origin, payload);
   }
   return db.transaction(async (tx) => {
     await holdLanguageForWrite(tx, langKey);
@@ -257,8 +264,7 @@ export async function storeRecord(
       if (!fresh) await requireLanguage(context.db, context.accountId, languageId);
       throw error;
     }
-    const { kind: _kind, id, fields, times, payload } = prepared;
-    const record = await context.writer.writeRecord(language.lang_key, kind, id, fields, times, originOf(context, languageId), payload);
+    const record = await storePrepared(context.db, language.lang_key, prepared, originOf(context, languageId), context.writer);
     if (record) {
       context.notifier.notify(language.lang_key, context.requestId);
       return { prepared, record };
