@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { decodeCursor } from './list-cursor.js';
 import { dateTimeSchema, emailSchema } from './primitives.schema.js';
 
 export const DEFAULT_PER_PAGE = 10;
@@ -69,4 +70,22 @@ const emailsParam = z
   })
   .transform((values) => [...new Set(values.map((value) => value.toLowerCase()))]);
 
-export const profileListQuerySchema = listQuerySchema.extend({ 'emails[]': emailsParam.optional() }).strict();
+/**
+ * `cursor` of the record lists: the `meta.next_cursor` of the previous page
+ * (reads/list-cursor.ts), instead of `page`.
+ */
+const cursorParam = z.string().transform((value, ctx) => {
+  const cursor = decodeCursor(value);
+  if (!cursor) {
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be the meta.next_cursor of a previous page' });
+    return z.NEVER;
+  }
+  return cursor;
+});
+
+/** The lists of records: pagination by page or by cursor, and the timestamp filters. */
+export const recordListQuerySchema = listQuerySchema.extend({ cursor: cursorParam.optional() }).strict();
+
+export type RecordListQuery = z.output<typeof recordListQuerySchema>;
+
+export const profileListQuerySchema = recordListQuerySchema.extend({ 'emails[]': emailsParam.optional() }).strict();

@@ -1,6 +1,7 @@
-import { type CommonQueryMethods, sql } from 'slonik';
+import { type CommonQueryMethods, type DatabasePool, sql } from 'slonik';
 import { z } from 'zod';
 import { type Language, languageSchema } from '../catalogue/language.schema.js';
+import type { ListKey } from '../catalogue/list-cursor.js';
 import { hasFilters, type ListFilters } from '../catalogue/list-query.schema.js';
 import type { StoredKind } from '../catalogue/record-kinds.js';
 
@@ -162,6 +163,19 @@ export interface ListParent {
   id: string;
 }
 
+/** Where a page starts. */
+export type ListPosition =
+  /** `(page - 1) * perPage` rows in, walked from whichever end of the list is nearer. */
+  | { type: 'page' }
+  /** Right after an item (a keyset cursor): an index seek, however deep. */
+  | { type: 'after'; key: ListKey }
+  /**
+   * As `page`, but walked from a cached anchor (the item at `anchor.offset`)
+   * when the list has not changed since `snapshot`, the snapshot the anchor
+   * was read in; otherwise as `page`. Unfiltered `all` lists only.
+   */
+  | { type: 'anchor'; anchor: { offset: number; key: ListKey }; snapshot: string };
+
 export interface ListRequest {
   kind: StoredKind;
   scope: ListScope;
@@ -170,6 +184,7 @@ export interface ListRequest {
   perPage: number;
   shape: ItemShape;
   parent?: ListParent;
+  position?: ListPosition;
 }
 
 const listRow = z.object({
@@ -179,6 +194,13 @@ const listRow = z.object({
   counter_rows: z.number(),
   /** The page's items, a JSON array in list order. */
   data: z.string(),
+  /** The key of the page's last item (for the next cursor), null for an empty page. */
+  last_created_at: z.string().nullable(),
+  last_id: z.string().nullable(),
+  /** Whether items follow this page. */
+  more: z.boolean(),
+  /** With an `anchor` position: whether the anchor was still valid (and used). */
+  anchor_valid: z.boolean(),
 });
 export type ListPage = z.infer<typeof listRow>;
 
@@ -190,17 +212,28 @@ export type ListPage = z.infer<typeof listRow>;
  */
 export const DRIVE_FROM_LINKS_MAX = 50_000;
 
+/** A list key as cursors and anchors carry it: created_at in UTC with microseconds, so no two keys collapse. */
+const keyTime = (column: ReturnType<typeof sql.identifier>) =>
+  sql.fragment`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+const after = (key: ListKey, prefix?: string) => {
+  const createdAt = sql.identifier(prefix ? [prefix, 'created_at'] : ['created_at']);
+  const id = sql.identifier(prefix ? [prefix, 'id'] : ['id']);
+  return sql.fragment`(${createdAt}, ${id}) > (${key.created_at}::timestamptz, ${key.id})`;
+};
+
 /**
  * A list's total and one page of it as JSON, in one statement, so both come
  * from one snapshot without a transaction around them.
  *
  * The total of an unfiltered list comes from the trigger-kept counter
- * (reads/sql/record_counts.sql), anything else from an index range count. The page's
- * keys come from an index-only scan (OFFSET over the list index, from
- * whichever end is nearer, so no page walks more than half of the list);
- * only the page's own rows are then read from the table. A small linked list
- * is read from its links and sorted instead. Every branch but the chosen
- * one gets LIMIT 0, so it reads nothing.
+ * (reads/sql/record_counts.sql), anything else from an index range count.
+ * The page's keys come from an index-only scan: after a cursor's key (a
+ * seek), or OFFSET over the list index from the nearer end, or from a cached
+ * anchor near the page (so no page walks more than an anchor step); only the
+ * page's own rows are then read from the table. A small linked list is read
+ * from its links and sorted instead. Every branch but the chosen one gets
+ * LIMIT 0, so it reads nothing.
  */
 export async function listPage(db: CommonQueryMethods, langKey: number, request: ListRequest): Promise<ListPage> {
   return db.one(listStatement(langKey, request));
@@ -209,6 +242,8 @@ export async function listPage(db: CommonQueryMethods, langKey: number, request:
 /** The statement of listPage. */
 export function listStatement(langKey: number, request: ListRequest) {
   const { kind, scope, filters } = request;
+  const position = request.position ?? { type: 'page' };
+  const keyset = position.type === 'after';
   const counted =
     scope.type === 'all' && !hasFilters(filters)
       ? sql.fragment`
@@ -226,37 +261,55 @@ export function listStatement(langKey: number, request: ListRequest) {
         WHERE lang_key = ${langKey} AND kind = ${request.parent.kind} AND id = ${request.parent.id} AND live
       )`
     : sql.fragment`TRUE`;
+  // The list has the order it had when the anchor was read iff no counter row was written since (record_counts.sql).
+  const anchorValid =
+    position.type === 'anchor'
+      ? sql.fragment`NOT EXISTS (
+          SELECT 1 FROM record_count_deltas
+          WHERE lang_key = ${langKey} AND kind = ${kind} AND NOT pg_visible_in_snapshot(xact, ${position.snapshot}::pg_snapshot)
+        )`
+      : sql.fragment`FALSE`;
+  const anchorOffset = position.type === 'anchor' ? position.anchor.offset : 0;
 
   let fromLinks = sql.fragment`FALSE`;
   if (scope.type === 'linked') {
     const other = sql.identifier([scope.side === 'a' ? 'b' : 'a']);
-    // With filters the filtered total does not bound the links, so they are counted (up to the bound).
-    const fewLinks = hasFilters(filters)
-      ? sql.fragment`(SELECT count(*) FROM (
+    // With filters (or from a cursor) the total does not bound the links, so they are counted (up to the bound).
+    const fewLinks =
+      hasFilters(filters) || keyset
+        ? sql.fragment`(SELECT count(*) FROM (
           SELECT 1 FROM links
           WHERE lang_key = ${langKey} AND rel = ${scope.rel} AND ${other} = ${scope.other}
           LIMIT ${DRIVE_FROM_LINKS_MAX + 1}
         ) AS bounded) <= ${DRIVE_FROM_LINKS_MAX}`
-      : sql.fragment`TRUE`;
+        : sql.fragment`TRUE`;
     fromLinks = sql.fragment`total <= ${DRIVE_FROM_LINKS_MAX} AND ${fewLinks}`;
   }
 
-  const walk = (fromEnd: boolean) => {
-    const direction = fromEnd ? sql.fragment`DESC` : sql.fragment`ASC`;
+  const walk = (branch: 'forward' | 'backward' | 'after' | 'anchor') => {
+    const direction = branch === 'backward' ? sql.fragment`DESC` : sql.fragment`ASC`;
+    const start =
+      position.type === 'after' && branch === 'after'
+        ? after(position.key)
+        : position.type === 'anchor' && branch === 'anchor'
+          ? after(position.anchor.key)
+          : sql.fragment`TRUE`;
     return sql.fragment`(
       SELECT id FROM records
       WHERE lang_key = ${langKey} AND kind = ${kind} AND live
-        AND ${scopeCondition(langKey, scope)} AND ${filterCondition(filters)}
+        AND ${scopeCondition(langKey, scope)} AND ${filterCondition(filters)} AND ${start}
       ORDER BY created_at ${direction}, id ${direction}
-      OFFSET (SELECT w.skip FROM w) LIMIT (SELECT CASE WHEN w.branch = ${fromEnd ? 'backward' : 'forward'} THEN w.size ELSE 0 END FROM w)
+      OFFSET (SELECT w.skip FROM w) LIMIT (SELECT CASE WHEN w.branch = ${branch} THEN w.size ELSE 0 END FROM w)
     )`;
   };
-  let linked = sql.fragment``;
+  const branches = [walk('forward'), walk('backward')];
+  if (position.type === 'after') branches.push(walk('after'));
+  if (position.type === 'anchor') branches.push(walk('anchor'));
   if (scope.type === 'linked') {
     const mine = sql.identifier(['l', scope.side]);
     const other = sql.identifier(['l', scope.side === 'a' ? 'b' : 'a']);
     // OFFSET 0 fences keep the join driven from the links (one primary-key probe per link), then sorted.
-    linked = sql.fragment`UNION ALL (
+    branches.push(sql.fragment`(
       SELECT r.id FROM (
         SELECT ${mine} AS id FROM links l
         WHERE l.lang_key = ${langKey} AND l.rel = ${scope.rel} AND ${other} = ${scope.other}
@@ -265,45 +318,91 @@ export function listStatement(langKey: number, request: ListRequest) {
       CROSS JOIN LATERAL (
         SELECT id, created_at FROM records
         WHERE lang_key = ${langKey} AND kind = ${kind} AND id = linked.id AND live AND ${filterCondition(filters)}
+          AND ${position.type === 'after' ? after(position.key) : sql.fragment`TRUE`}
         OFFSET 0
       ) AS r
       ORDER BY r.created_at, r.id
       OFFSET (SELECT w.skip FROM w) LIMIT (SELECT CASE WHEN w.branch = 'links' THEN w.size ELSE 0 END FROM w)
-    )`;
+    )`);
   }
 
+  // From a cursor the page reads one row more than it shows: whether that row exists says whether more follow.
+  const size = keyset
+    ? sql.fragment`CASE WHEN c.total = 0 THEN 0 ELSE ${request.perPage + 1}::int8 END`
+    : sql.fragment`greatest(least(${request.perPage}::int8, c.total - q.start), 0)`;
   return sql.type(listRow)`
     WITH c AS MATERIALIZED (${counted}),
+    anchor AS MATERIALIZED (SELECT ${anchorValid} AS valid),
     bounds AS MATERIALIZED (
-      SELECT c.total, q.start, greatest(least(${request.perPage}::int8, c.total - q.start), 0) AS size
+      SELECT c.total, q.start, ${size} AS size
       FROM c, (SELECT (${request.page}::int8 - 1) * ${request.perPage} AS start) AS q
     ),
     -- Which branch reads the page (the others get LIMIT 0 and read nothing) and how many rows it skips.
     w AS MATERIALIZED (
-      SELECT size, CASE WHEN branch = 'backward' THEN total - start - size ELSE start END AS skip, branch
+      SELECT size, CASE
+          WHEN branch = 'backward' THEN total - start - size
+          WHEN branch = 'anchor' THEN start - ${anchorOffset}::int8 - 1
+          WHEN ${keyset} THEN 0
+          ELSE start
+        END AS skip, branch
       FROM (
-        SELECT *, CASE
+        SELECT bounds.*, CASE
           WHEN size = 0 THEN 'none'
           WHEN ${fromLinks} THEN 'links'
+          WHEN ${keyset} THEN 'after'
+          WHEN anchor.valid AND start > ${anchorOffset}::int8 THEN 'anchor'
           WHEN start * 2 + size > total THEN 'backward'
           ELSE 'forward'
         END AS branch
-        FROM bounds
+        FROM bounds, anchor
       ) AS chosen
     ),
     -- The constant LIMIT tells the planner the page is small (it cannot see the window's size).
-    page AS (SELECT id FROM (${walk(false)} UNION ALL ${walk(true)} ${linked}) AS branches LIMIT ${request.perPage}::int8)
+    page AS (SELECT id FROM (${sql.join(branches, sql.fragment` UNION ALL `)}) AS branches LIMIT ${request.perPage + 1}::int8),
+    items AS MATERIALIZED (
+      SELECT r.created_at, r.id, row_to_json(item)::text AS json
+      FROM page
+      JOIN records r ON r.lang_key = ${langKey} AND r.kind = ${kind} AND r.id = page.id
+      CROSS JOIN LATERAL (SELECT ${itemColumns(langKey, request.shape)}) AS item
+      ORDER BY r.created_at, r.id
+      LIMIT ${request.perPage}::int8
+    ),
+    last AS (SELECT ${keyTime(sql.identifier(['created_at']))} AS created_at, id FROM items ORDER BY created_at DESC, id DESC LIMIT 1)
     SELECT
       ${parentLive} AS parent_live,
       (SELECT total FROM c) AS total,
       (SELECT counter_rows FROM c) AS counter_rows,
-      coalesce((
-        SELECT '[' || string_agg(row_to_json(item)::text, ',' ORDER BY r.created_at, r.id) || ']'
-        FROM page
-        JOIN records r ON r.lang_key = ${langKey} AND r.kind = ${kind} AND r.id = page.id
-        CROSS JOIN LATERAL (SELECT ${itemColumns(langKey, request.shape)}) AS item
-      ), '[]') AS data
+      coalesce((SELECT '[' || string_agg(json, ',' ORDER BY created_at, id) || ']' FROM items), '[]') AS data,
+      (SELECT created_at FROM last) AS last_created_at,
+      (SELECT id FROM last) AS last_id,
+      CASE WHEN ${keyset} THEN (SELECT count(*) FROM page) > ${request.perPage}::int8
+           ELSE (SELECT start + size < total FROM bounds) END AS more,
+      (SELECT valid FROM anchor) AS anchor_valid
   `;
+}
+
+/**
+ * The keys of an unfiltered list at every `step` items (the items at offsets
+ * step - 1, 2 * step - 1, ...), and the snapshot they were read in: anchors
+ * that let deep pages start near their first row (listStatement, 'anchor').
+ * One index-only scan of the whole list, in a snapshot of its own.
+ */
+export async function readListAnchors(db: DatabasePool, langKey: number, kind: StoredKind, step: number) {
+  return db.transaction(async (tx) => {
+    await beginReadSnapshot(tx);
+    const snapshot = await tx.oneFirst(sql.type(z.object({ snapshot: z.string() }))`SELECT pg_current_snapshot()::text AS snapshot`);
+    const keys = await tx.any(sql.type(z.object({ created_at: z.string(), id: z.string() }))`
+      SELECT ${keyTime(sql.identifier(['created_at']))} AS created_at, id
+      FROM (
+        SELECT created_at, id, row_number() OVER (ORDER BY created_at, id) AS n
+        FROM records
+        WHERE lang_key = ${langKey} AND kind = ${kind} AND live
+      ) AS numbered
+      WHERE n % ${step} = 0
+      ORDER BY n
+    `);
+    return { snapshot, keys };
+  });
 }
 
 /** Folds the counter rows of a (language, kind) into one (reads/sql/record_counts.sql). */

@@ -1,15 +1,25 @@
 import type { CommonQueryMethods } from 'slonik';
-import { type ListQuery, listQuerySchema, pageQuerySchema, profileListQuerySchema } from '../catalogue/list-query.schema.js';
+import { encodeCursor } from '../catalogue/list-cursor.js';
+import {
+  hasFilters,
+  type ListQuery,
+  listQuerySchema,
+  pageQuerySchema,
+  profileListQuerySchema,
+  type RecordListQuery,
+  recordListQuerySchema,
+} from '../catalogue/list-query.schema.js';
 import { isStorableText } from '../catalogue/primitives.schema.js';
 import { KINDS, LINE_LISTS, type LineParent, type StoredKind } from '../catalogue/record-kinds.js';
 import { parseOrThrow } from '../catalogue/validation.js';
 import type { Database } from '../platform/db.js';
-import { RecordNotFoundError } from '../platform/errors.js';
+import { RecordNotFoundError, ValidationError } from '../platform/errors.js';
 import { toLanguageResponse } from '../records/language.repository.js';
 import { requireLanguage } from '../records/language.service.js';
 import { findLiveRecord } from '../records/record.repository.js';
 import type { StoredRecord } from '../sync/write.repository.js';
-import type { ItemPart } from './read.repository.js';
+import { anchorPosition, noteDeepRead } from './list-anchors.js';
+import type { ItemPart, ListPosition } from './read.repository.js';
 import {
   beginReadSnapshot,
   brandProductIds,
@@ -222,7 +232,7 @@ interface ListSpec {
   /** The record the scope hangs from, which must exist (404 otherwise). */
   parent?: ListParent;
   /** The query's schema: pagination and timestamp filters unless stated. */
-  querySchema?: typeof listQuerySchema | typeof profileListQuerySchema;
+  querySchema?: typeof recordListQuerySchema | typeof profileListQuerySchema;
 }
 
 /**
@@ -232,24 +242,40 @@ interface ListSpec {
  */
 async function listOf(context: ReadContext, languageId: string, rawQuery: Record<string, unknown>, spec: ListSpec): Promise<ListJson> {
   const langKey = (await requireLanguage(context.db, context.accountId, languageId)).lang_key;
-  const schema = spec.querySchema ?? listQuerySchema;
+  const schema = spec.querySchema ?? recordListQuerySchema;
   const parsed = schema.safeParse(rawQuery);
   if (spec.parent && (!parsed.success || !isStorableText(spec.parent.id))) {
     await requireLiveRecord(context.db, langKey, spec.parent.kind, spec.parent.id);
   }
-  const query: ListQuery & Record<string, unknown> = parsed.success ? parsed.data : parseOrThrow(schema, rawQuery);
+  const query: RecordListQuery & Record<string, unknown> = parsed.success ? parsed.data : parseOrThrow(schema, rawQuery);
+  if (query.cursor && rawQuery['page'] !== undefined) {
+    throw new ValidationError('invalid_parameters', ['cursor'], 'Give either page or cursor, not both');
+  }
+  const scope = typeof spec.scope === 'function' ? spec.scope(query) : spec.scope;
+  const currentPage = query.cursor?.page ?? query.page;
+  const start = (currentPage - 1) * query.per_page;
+  const deep = scope.type === 'all' && !hasFilters(query);
+  const position: ListPosition = query.cursor
+    ? { type: 'after', key: query.cursor.after }
+    : ((deep ? anchorPosition(context.db, langKey, spec.kind, start) : undefined) ?? { type: 'page' });
   const page = await listPage(context.db, langKey, {
     kind: spec.kind,
-    scope: typeof spec.scope === 'function' ? spec.scope(query) : spec.scope,
+    scope,
     filters: query,
-    page: query.page,
+    page: currentPage,
     perPage: query.per_page,
     shape: spec.shape,
+    position,
     ...(spec.parent ? { parent: spec.parent } : {}),
   });
   if (!page.parent_live) throw new RecordNotFoundError(KINDS[spec.parent!.kind].resource);
   if (page.counter_rows > FOLD_COUNTER_ROWS) foldSoon(context.db, langKey, spec.kind, page.counter_rows);
-  return listJson(query, page.total, page.data);
+  if (deep && !query.cursor) noteDeepRead(context.db, langKey, spec.kind, start, page.total, page.anchor_valid);
+  const next =
+    page.more && page.last_created_at !== null && page.last_id !== null
+      ? encodeCursor({ page: currentPage + 1, after: { created_at: page.last_created_at, id: page.last_id } })
+      : null;
+  return `{"data":${page.data},"meta":{"current_page":${currentPage},"per_page":${query.per_page},"total":${page.total},"next_cursor":${JSON.stringify(next)}}}`;
 }
 
 /** @throws {RecordNotFoundError} "<Resource> not found" when there is no live record with that id. */

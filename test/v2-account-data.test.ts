@@ -242,7 +242,7 @@ describe('when profiles are listed by email', () => {
     expect(list.body.meta.total).toBe(2);
     const one = await shop.get('/profiles?emails[]=ann@example.test&per_page=1&page=2');
     expect(ids(one.body.data)).toEqual(['newer']);
-    expect(one.body.meta).toEqual({ current_page: 2, per_page: 1, total: 2 });
+    expect(one.body.meta).toEqual({ current_page: 2, per_page: 1, total: 2, next_cursor: null });
   });
 
   it('should refuse a value that is not an email, more than 250 values, and other repeated parameters', async () => {

@@ -127,7 +127,7 @@ describe('when a category is read through v2', () => {
   it('should list the categories in created_at order with their current product_ids', async () => {
     const response = await shop.get('/categories');
     expect(response.status).toBe(200);
-    expect(response.body.meta).toEqual({ current_page: 1, per_page: 10, total: 2 });
+    expect(response.body.meta).toEqual({ current_page: 1, per_page: 10, total: 2, next_cursor: null });
     expect(ids(response.body.data)).toEqual(['a', 'b']);
     expect(response.body.data[0].product_ids).toEqual([]);
     expect(response.body.data[1].product_ids).toEqual(['p1', 'p2']);
@@ -162,7 +162,7 @@ describe('when the products of a category are listed', () => {
         { id: 'p1', name: 'First', url: null },
         { id: 'p2', name: 'Second', url: 'https://shop.test/2' },
       ],
-      meta: { current_page: 1, per_page: 10, total: 2 },
+      meta: { current_page: 1, per_page: 10, total: 2, next_cursor: null },
     });
   });
 

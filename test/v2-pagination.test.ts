@@ -39,28 +39,28 @@ describe('when a list is paged', () => {
     const response = await shop.get('/products');
     expect(response.status).toBe(200);
     expect(ids(response.body.data)).toEqual(range(1, 10));
-    expect(response.body.meta).toEqual({ current_page: 1, per_page: 10, total: 25 });
+    expect(response.body.meta).toEqual({ current_page: 1, per_page: 10, total: 25, next_cursor: expect.any(String) });
   });
 
   it('should give the following pages in order, and a short last page', async () => {
     expect(ids((await shop.get('/products?page=2')).body.data)).toEqual(range(11, 20));
     const last = await shop.get('/products?page=3');
     expect(ids(last.body.data)).toEqual(range(21, 25));
-    expect(last.body.meta).toEqual({ current_page: 3, per_page: 10, total: 25 });
+    expect(last.body.meta).toEqual({ current_page: 3, per_page: 10, total: 25, next_cursor: null });
   });
 
   it('should give an empty page past the end, with the total', async () => {
     for (const page of ['4', '1000', '9007199254740991']) {
       const response = await shop.get(`/products?page=${page}`);
       expect(response.status).toBe(200);
-      expect(response.body).toEqual({ data: [], meta: { current_page: Number(page), per_page: 10, total: 25 } });
+      expect(response.body).toEqual({ data: [], meta: { current_page: Number(page), per_page: 10, total: 25, next_cursor: null } });
     }
   });
 
   it('should accept per_page 250 and per_page 1', async () => {
     const all = await shop.get('/products?per_page=250');
     expect(ids(all.body.data)).toEqual(range(1, 25));
-    expect(all.body.meta).toEqual({ current_page: 1, per_page: 250, total: 25 });
+    expect(all.body.meta).toEqual({ current_page: 1, per_page: 250, total: 25, next_cursor: null });
     expect(ids((await shop.get('/products?per_page=1&page=25')).body.data)).toEqual(['p25']);
     expect(ids((await shop.get('/products?per_page=1&page=13')).body.data)).toEqual(['p13']);
   });
@@ -119,7 +119,7 @@ describe('when a list is filtered by timestamps', () => {
     const query = `created_after=${at(3)}&created_before=${at(20)}&updated_before=${at(90)}`;
     const response = await shop.get(`/products?${query}&per_page=4&page=2`);
     expect(ids(response.body.data)).toEqual(range(15, 18));
-    expect(response.body.meta).toEqual({ current_page: 2, per_page: 4, total: 9 });
+    expect(response.body.meta).toEqual({ current_page: 2, per_page: 4, total: 9, next_cursor: expect.any(String) });
     expect(ids(await shop.all(`/products?${query}`, 4))).toEqual(range(11, 19));
   });
 
@@ -167,7 +167,7 @@ describe('when a sub-list is paged and filtered', () => {
   it('should page the variants of a product', async () => {
     const response = await shop.get('/products/p01/variants?per_page=5&page=3');
     expect(ids(response.body.data)).toEqual(['v11', 'v12']);
-    expect(response.body.meta).toEqual({ current_page: 3, per_page: 5, total: 12 });
+    expect(response.body.meta).toEqual({ current_page: 3, per_page: 5, total: 12, next_cursor: null });
     const filtered = await shop.get(`/products/p01/variants?created_after=${at(4)}&updated_before=${at(7)}`);
     expect(ids(filtered.body.data)).toEqual(['v05', 'v06']);
     expect(filtered.body.meta.total).toBe(2);
@@ -176,7 +176,7 @@ describe('when a sub-list is paged and filtered', () => {
   it('should page the products of a category', async () => {
     const response = await shop.get('/categories/c/products?per_page=5&page=2');
     expect(ids(response.body.data)).toEqual(range(6, 10));
-    expect(response.body.meta).toEqual({ current_page: 2, per_page: 5, total: 12 });
+    expect(response.body.meta).toEqual({ current_page: 2, per_page: 5, total: 12, next_cursor: expect.any(String) });
     expect(ids(await shop.all('/categories/c/products', 5))).toEqual(range(1, 12));
     const filtered = await shop.get(`/categories/c/products?created_before=${at(3)}`);
     expect(ids(filtered.body.data)).toEqual(range(1, 2));
@@ -185,8 +185,91 @@ describe('when a sub-list is paged and filtered', () => {
 
   it('should page the categories of a product', async () => {
     const response = await shop.get('/products/p01/categories?page=2');
-    expect(response.body).toEqual({ data: [], meta: { current_page: 2, per_page: 10, total: 1 } });
+    expect(response.body).toEqual({ data: [], meta: { current_page: 2, per_page: 10, total: 1, next_cursor: null } });
     expect((await shop.get(`/products/p01/categories?created_after=${at(0)}`)).body.meta.total).toBe(0);
+  });
+});
+
+/** Every page of `path` by cursor: the ids, the current_page of each page, and the meta of the last one. */
+async function walk(path: string, perPage: number) {
+  const separator = path.includes('?') ? '&' : '?';
+  const seen: string[] = [];
+  const pages: number[] = [];
+  let response = await shop.get(`${path}${separator}per_page=${perPage}`);
+  for (;;) {
+    expect(response.status, response.text).toBe(200);
+    seen.push(...ids(response.body.data));
+    pages.push(response.body.meta.current_page);
+    const next = response.body.meta.next_cursor;
+    if (next === null) return { ids: seen, pages, last: response.body.meta };
+    response = await shop.get(`${path}${separator}per_page=${perPage}&cursor=${encodeURIComponent(next)}`);
+  }
+}
+
+describe('when a list is walked with cursors', () => {
+  it.each([1, 3, 7, 10, 25, 250])('should give every record once, in order, %i per page, as the pages do', async (perPage) => {
+    const result = await walk('/products', perPage);
+    expect(result.ids).toEqual(range(1, 25));
+    expect(result.pages).toEqual(Array.from({ length: Math.max(Math.ceil(25 / perPage), 1) }, (_, index) => index + 1));
+    expect(result.last).toMatchObject({ total: 25, next_cursor: null });
+  });
+
+  it.each([
+    ['/products?created_after=' + encodeURIComponent(at(3)) + '&created_before=' + encodeURIComponent(at(13)), range(4, 12)],
+    ['/products/p01/variants', ['v01', 'v02', 'v03', 'v04', 'v05', 'v06', 'v07', 'v08', 'v09', 'v10', 'v11', 'v12']],
+    ['/categories/c/products', range(1, 12)],
+    [`/categories/c/products?created_after=${encodeURIComponent(at(2))}`, range(3, 12)],
+  ])('should walk %s like its pages', async (path, expected) => {
+    expect((await walk(path, 4)).ids).toEqual(expected);
+  });
+
+  it('should go on after its cursor when records are written and deleted meanwhile, repeating none', async () => {
+    const moving = await openShop(env);
+    for (let index = 1; index <= 10; index += 1) await moving.save('product', { id: name(index), created_at: at(index) });
+    const first = await moving.get('/products?per_page=4');
+    expect(ids(first.body.data)).toEqual(range(1, 4));
+    // Before the cursor: a new earliest record and a deleted one. After it: a new last one, a deleted one, a moved one.
+    await moving.save('product', { id: 'early', created_at: at(0) });
+    expect((await moving.del('/products/p02')).status).toBe(204);
+    await moving.save('product', { id: 'late', created_at: at(99) });
+    expect((await moving.del('/products/p06')).status).toBe(204);
+    await moving.save('product', { id: 'p05', created_at: at(50) });
+    const rest: string[] = [];
+    let next = first.body.meta.next_cursor as string | null;
+    while (next) {
+      const page = await moving.get(`/products?per_page=4&cursor=${encodeURIComponent(next)}`);
+      rest.push(...ids(page.body.data));
+      expect(page.body.meta.total).toBe(10);
+      next = page.body.meta.next_cursor;
+    }
+    expect(rest).toEqual(['p07', 'p08', 'p09', 'p10', 'p05', 'late']);
+  });
+
+  it('should answer an empty last page with no cursor when the list ends exactly at the cursor', async () => {
+    const exact = await walk('/products', 5);
+    expect(exact.pages).toEqual([1, 2, 3, 4, 5]);
+    const lastFull = await shop.get('/products?per_page=5&page=5');
+    expect(lastFull.body.meta.next_cursor).toBeNull();
+  });
+
+  it.each([
+    ['cursor=abc', 'a malformed cursor'],
+    ['cursor=', 'an empty cursor'],
+    [`cursor=${Buffer.from('[1,"2024-01-01T00:00:00.000000Z","p01"]').toString('base64url')}`, 'a cursor to page 1'],
+  ])('should answer 400 invalid_parameters cursor for %s (%s)', async (query) => {
+    const response = await shop.get(`/products?${query}`);
+    expect(response.status).toBe(400);
+    expect(response.body.error.invalid_parameters).toEqual(['cursor']);
+  });
+
+  it('should refuse page and cursor together, and cursor on the languages list', async () => {
+    const next = (await shop.get('/products?per_page=2')).body.meta.next_cursor as string;
+    const both = await shop.get(`/products?page=2&cursor=${encodeURIComponent(next)}`);
+    expect(both.status).toBe(400);
+    expect(both.body.error.invalid_parameters).toEqual(['cursor']);
+    const languages = await shop.request('GET', `/api/v2/languages?cursor=${encodeURIComponent(next)}`);
+    expect(languages.status).toBe(400);
+    expect(languages.body.error.unknown_parameters).toEqual(['cursor']);
   });
 });
 
@@ -212,7 +295,11 @@ describe('when any v2 list is asked for a page', () => {
     const page = await shop.request('GET', url(list, 'page=1&per_page=1'));
     expect(page.status).toBe(200);
     expect(page.body.data.length).toBe(1);
-    expect(page.body.meta).toEqual({ current_page: 1, per_page: 1, total: expect.any(Number) });
+    const { next_cursor: next, ...meta } = page.body.meta;
+    expect(meta).toEqual({ current_page: 1, per_page: 1, total: expect.any(Number) });
+    // Record lists also page by cursor; the languages list by page only.
+    if (list === '') expect(next).toBeUndefined();
+    else expect(next).toEqual(page.body.meta.total > 1 ? expect.any(String) : null);
     const beyond = await shop.request('GET', url(list, `page=${page.body.meta.total + 1}&per_page=1`));
     expect(beyond.body.data).toEqual([]);
     for (const [query, errorClass, names] of [

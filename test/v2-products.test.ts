@@ -219,7 +219,7 @@ describe('when a product is read through v2', () => {
   it('should list the products with their full records and meta', async () => {
     const response = await shop.get('/products');
     expect(response.status).toBe(200);
-    expect(response.body.meta).toEqual({ current_page: 1, per_page: 10, total: 2 });
+    expect(response.body.meta).toEqual({ current_page: 1, per_page: 10, total: 2, next_cursor: null });
     expect(response.body.data).toEqual([
       { id: 'r1', ...EMPTY_PRODUCT, name: 'One', created_at: at(1), updated_at: expect.any(String) },
       { id: 'r2', ...EMPTY_PRODUCT, name: 'Two', created_at: at(2), updated_at: expect.any(String) },
@@ -407,14 +407,17 @@ describe('when the sub-listings of a product are read', () => {
         { id: 'v-full', name: 'Large', price: 12.1, main_image: 'https://img.test/v.jpg' },
         { id: 'v-bare', name: null, price: null, main_image: null },
       ],
-      meta: { current_page: 1, per_page: 10, total: 2 },
+      meta: { current_page: 1, per_page: 10, total: 2, next_cursor: null },
     });
   });
 
   it('should list its categories as summaries of their id, in list order', async () => {
     const response = await shop.get('/products/p/categories');
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({ data: [{ id: 'c1' }, { id: 'c2' }], meta: { current_page: 1, per_page: 10, total: 2 } });
+    expect(response.body).toEqual({
+      data: [{ id: 'c1' }, { id: 'c2' }],
+      meta: { current_page: 1, per_page: 10, total: 2, next_cursor: null },
+    });
   });
 
   it('should answer 404 {"error":"Product not found"} for a missing product', async () => {
@@ -427,8 +430,14 @@ describe('when the sub-listings of a product are read', () => {
 
   it('should show a product without variants or categories with empty lists', async () => {
     await shop.save('product', { id: 'lonely' });
-    expect((await shop.get('/products/lonely/variants')).body).toEqual({ data: [], meta: { current_page: 1, per_page: 10, total: 0 } });
-    expect((await shop.get('/products/lonely/categories')).body).toEqual({ data: [], meta: { current_page: 1, per_page: 10, total: 0 } });
+    expect((await shop.get('/products/lonely/variants')).body).toEqual({
+      data: [],
+      meta: { current_page: 1, per_page: 10, total: 0, next_cursor: null },
+    });
+    expect((await shop.get('/products/lonely/categories')).body).toEqual({
+      data: [],
+      meta: { current_page: 1, per_page: 10, total: 0, next_cursor: null },
+    });
   });
 });
 

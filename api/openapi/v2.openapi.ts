@@ -179,6 +179,18 @@ const metaSchema = z.object({ current_page: z.number().int(), per_page: z.number
 
 export const page = (item: ZodTypeAny) => z.object({ data: z.array(item), meta: metaSchema });
 
+const recordPageMetaSchema = metaSchema
+  .extend({
+    next_cursor: z.string().nullable().openapi({
+      description:
+        'Pass as `cursor` for the next page (a keyset seek: a whole walk costs the same per page at the end as at the start); null on the last page',
+    }),
+  })
+  .openapi('RecordPageMeta');
+
+/** A page of a list of records, which also pages by cursor. */
+const recordPage = (item: ZodTypeAny) => z.object({ data: z.array(item), meta: recordPageMetaSchema });
+
 const timestampFilter = (description: string) => z.string().optional().openapi({ format: 'date-time', description });
 const pageQuery = z.object({
   page: z.number().int().min(1).optional().openapi({ description: 'Page number, 1-based; a page past the end is empty', default: 1 }),
@@ -191,8 +203,15 @@ const listQuery = pageQuery.extend({
   updated_before: timestampFilter('Only records updated strictly before this instant'),
 });
 
+/** The lists of records also page by cursor (`meta.next_cursor`), instead of `page`. */
+const recordListQuery = listQuery.extend({
+  cursor: z.string().optional().openapi({
+    description: 'The `meta.next_cursor` of the previous page, instead of `page`: the page right after it, however deep',
+  }),
+});
+
 const LIST_ERRORS = errors('badRequest', 'unauthorized', 'notFound', 'serverError');
-const profileListQuery = listQuery.extend({
+const profileListQuery = recordListQuery.extend({
   'emails[]': z
     .array(z.string().openapi({ format: 'email' }))
     .max(MAX_EMAILS)
@@ -344,7 +363,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       'The variants of a product',
       summaries.variant,
       { product_id: 'The product id' },
-      listQuery,
+      recordListQuery,
     ],
     [
       'products/{product_id}/categories',
@@ -352,7 +371,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       'The categories a product is assigned to',
       summaries.category,
       { product_id: 'The product id' },
-      listQuery,
+      recordListQuery,
     ],
     [
       'products/{product_id}/relevant_products',
@@ -360,7 +379,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       "The product's related products (whole products)",
       productSchema,
       { product_id: 'The product id' },
-      listQuery,
+      recordListQuery,
     ],
     [
       'categories/{category_id}/products',
@@ -368,7 +387,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       'The products assigned to a category',
       summaries.product,
       { category_id: 'The category id' },
-      listQuery,
+      recordListQuery,
     ],
     [
       'brands/{brand_id}/products',
@@ -376,7 +395,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       'The products whose brand_id is the brand (whole products)',
       productSchema,
       { brand_id: 'The brand id' },
-      listQuery,
+      recordListQuery,
     ],
     [
       'orders/{parent_id}/products',
@@ -405,7 +424,10 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       tags,
       security,
       request: { params: pathParams({ ...language, ...params }), query },
-      responses: { 200: { description: 'A page', content: json(page(item)) }, ...LIST_ERRORS },
+      responses: {
+        200: { description: 'A page', content: json(query === pageQuery ? page(item) : recordPage(item)) },
+        ...LIST_ERRORS,
+      },
     });
   }
 
@@ -506,9 +528,9 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
             : 'Ordered by created_at, then id.',
       tags,
       security,
-      request: { params: pathParams(language), query: kind === 'profile' ? profileListQuery : listQuery },
+      request: { params: pathParams(language), query: kind === 'profile' ? profileListQuery : recordListQuery },
       responses: {
-        200: { description: 'A page', content: json(page(kind === 'profile' ? summaries.profile : record)) },
+        200: { description: 'A page', content: json(recordPage(kind === 'profile' ? summaries.profile : record)) },
         ...LIST_ERRORS,
       },
     });

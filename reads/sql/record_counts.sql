@@ -8,6 +8,12 @@
 -- holds (and that write waiting for the counter) would deadlock. Now and then a
 -- writer folds the visible rows of its key into one (skipping rows another
 -- transaction is folding), so each key keeps a few dozen rows at most.
+--
+-- The same rows tell readers when a list's order changed: every change of
+-- which records are live, or of a live record's created_at, writes a row
+-- (a created_at change a row with delta 0), tagged with its transaction
+-- (`xact`). A list that has no row written after a snapshot has the order it
+-- had in that snapshot (reads/list-anchors.ts relies on this).
 
 CREATE OR REPLACE FUNCTION record_count_fold(p_lang_key bigint, p_kind text) RETURNS void
 LANGUAGE sql AS $$
@@ -68,6 +74,15 @@ BEGIN
 END
 $$;
 
+-- A live record moved in list order: a row with delta 0 marks the change.
+CREATE OR REPLACE FUNCTION records_list_reordered() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO record_count_deltas (lang_key, kind, delta) VALUES (NEW.lang_key, NEW.kind, 0);
+  RETURN NULL;
+END
+$$;
+
 CREATE OR REPLACE TRIGGER records_count_inserted AFTER INSERT ON records
   REFERENCING NEW TABLE AS inserted_rows
   FOR EACH STATEMENT EXECUTE FUNCTION records_count_inserted();
@@ -79,3 +94,7 @@ CREATE OR REPLACE TRIGGER records_count_deleted AFTER DELETE ON records
 CREATE OR REPLACE TRIGGER records_count_live_changed AFTER UPDATE OF live ON records
   FOR EACH ROW WHEN (OLD.live IS DISTINCT FROM NEW.live)
   EXECUTE FUNCTION records_count_live_changed();
+
+CREATE OR REPLACE TRIGGER records_list_reordered AFTER UPDATE OF created_at ON records
+  FOR EACH ROW WHEN (OLD.live AND NEW.live AND OLD.created_at IS DISTINCT FROM NEW.created_at)
+  EXECUTE FUNCTION records_list_reordered();

@@ -1,0 +1,103 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ANCHOR_STEP } from '../reads/list-anchors.js';
+import { startEnvironment, type TestEnvironment } from './support/harness.js';
+import { at, ids, openShop, type Shop } from './support/v2-client.js';
+
+/*
+ * Deep pages of a big list start from cached anchors (reads/list-anchors.ts)
+ * while the list is unchanged, and are walked otherwise. Either way a page
+ * must be exactly the page of the list as it is: this checks deep pages
+ * against a model of the order while records are added, deleted and moved.
+ */
+
+let env: TestEnvironment;
+let shop: Shop;
+const COUNT = 2 * ANCHOR_STEP + 1_000;
+const PER_PAGE = 100;
+/** The list as the model sees it: [created_at, id], kept sorted. */
+let order: Array<[string, string]> = [];
+const idOf = (index: number) => `d${String(index).padStart(6, '0')}`;
+
+const sortOrder = () => order.sort((a, b) => (a[0] === b[0] ? (a[1] < b[1] ? -1 : 1) : a[0] < b[0] ? -1 : 1));
+const expectedPage = (page: number) => order.slice((page - 1) * PER_PAGE, page * PER_PAGE).map(([, id]) => id);
+
+async function expectPages(pages: number[]) {
+  for (const page of pages) {
+    const response = await shop.get(`/products?per_page=${PER_PAGE}&page=${page}`);
+    expect(response.status).toBe(200);
+    expect(response.body.meta.total).toBe(order.length);
+    expect(ids(response.body.data), `page ${page}`).toEqual(expectedPage(page));
+  }
+}
+
+beforeAll(async () => {
+  env = await startEnvironment();
+  shop = await openShop(env);
+  const lines: string[] = [];
+  for (let index = 1; index <= COUNT; index += 1) {
+    lines.push(JSON.stringify({ product: { id: idOf(index), name: 'n', created_at: at(index) } }));
+    order.push([at(index), idOf(index)]);
+  }
+  const upload = await shop.request('POST', `/api/v1/languages/${shop.lang}/bulk`, {
+    raw: `${lines.join('\n')}\n`,
+    headers: { 'content-type': 'application/x-ndjson' },
+  });
+  expect(upload.status).toBe(202);
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const job = await shop.request('GET', upload.headers.get('location')!);
+    if (job.body.bulk_job.status === 'completed') break;
+    if (Date.now() > deadline) throw new Error(`bulk job did not finish: ${job.text}`);
+    await sleep(200);
+  }
+  await env.drain(60_000);
+}, 180_000);
+afterAll(async () => {
+  await env.close();
+});
+
+describe('when deep pages of a big list are read', () => {
+  const DEEP = [Math.ceil(ANCHOR_STEP / PER_PAGE) + 1, 75, 100, Math.ceil(COUNT / PER_PAGE)];
+
+  it('should give exactly the pages of the list, read again once anchors exist', async () => {
+    await expectPages(DEEP);
+    // The first deep read starts reading anchors in the background; the next ones can start from them.
+    await sleep(1_500);
+    await expectPages(DEEP);
+  });
+
+  it('should stay exact when records are created, deleted and moved before the page', async () => {
+    await shop.save('product', { id: 'first', created_at: at(0) });
+    order.push([at(0), 'first']);
+    sortOrder();
+    await expectPages(DEEP);
+
+    expect((await shop.del(`/products/${idOf(10)}`)).status).toBe(204);
+    order = order.filter(([, id]) => id !== idOf(10));
+    await expectPages(DEEP);
+
+    await shop.save('product', { id: idOf(COUNT), created_at: at(0.5) });
+    order = order.map(([createdAt, id]) => (id === idOf(COUNT) ? [at(0.5), id] : [createdAt, id]));
+    sortOrder();
+    await expectPages(DEEP);
+
+    // After the anchors are read again (at most every 5 s), pages start from them again, still exact.
+    await sleep(6_000);
+    await expectPages(DEEP);
+    await sleep(1_500);
+    await expectPages(DEEP);
+  });
+
+  it('should walk to the end with cursors, giving every record once', async () => {
+    const seen: string[] = [];
+    let next: string | null = null;
+    do {
+      const path: string = `/products?per_page=250${next ? `&cursor=${encodeURIComponent(next)}` : ''}`;
+      const page = await shop.get(path);
+      seen.push(...ids(page.body.data));
+      next = page.body.meta.next_cursor;
+    } while (next);
+    expect(seen).toEqual(order.map(([, id]) => id));
+  });
+});
