@@ -39,7 +39,8 @@ beforeAll(async () => {
     lines.push(JSON.stringify({ product: { id: idOf(index), name: 'n', created_at: at(index) } }));
     order.push([at(index), idOf(index)]);
   }
-  const upload = await shop.request('POST', `/api/v1/languages/${shop.lang}/bulk`, {
+  const upload = await env.request('POST', `/api/v1/languages/${shop.lang}/bulk`, {
+    token: shop.token,
     raw: `${lines.join('\n')}\n`,
     headers: { 'content-type': 'application/x-ndjson' },
   });
