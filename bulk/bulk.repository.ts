@@ -91,25 +91,59 @@ export async function lockBulkJob(tx: DatabaseTransactionConnection, jobId: stri
 const bulkLine = z.object({ line_no: z.number(), line: z.string() });
 
 /**
- * The next lines after `after`, at most `limit`. Line numbers are the file's
+ * The next lines after `after`, at most `limit`, and only as many as fit in
+ * `maxBytes` (as stored; at least one line). Line numbers are the file's
  * (blank lines leave gaps), so the batch is read as a range of numbers: an
  * index range the planner cannot turn into a scan of the whole remaining file,
  * however stale the statistics of this fast-growing table are. Only when that
- * range is empty is the next line looked up beyond it.
+ * range is empty is the next line looked up beyond it. The sizes are read from
+ * the index range first, without the lines themselves.
  */
-export async function readBulkLines(tx: CommonQueryMethods, jobId: string, after: number, limit: number) {
-  const lines = await tx.any(sql.type(bulkLine)`
-    SELECT line_no, line FROM bulk_lines
-    WHERE job_id = ${jobId} AND line_no > ${after} AND line_no <= ${after + limit}
-    ORDER BY line_no
+export async function readBulkLines(tx: CommonQueryMethods, jobId: string, after: number, limit: number, maxBytes: number) {
+  let last = await tx.maybeOneFirst(sql.type(z.object({ last: z.number().nullable() }))`
+    SELECT max(line_no) AS last FROM (
+      SELECT line_no, sum(pg_column_size(line)) OVER (ORDER BY line_no) - pg_column_size(line) AS bytes_before
+      FROM bulk_lines
+      WHERE job_id = ${jobId} AND line_no > ${after} AND line_no <= ${after + limit}
+    ) sized
+    WHERE bytes_before < ${maxBytes}
   `);
-  if (lines.length > 0) return lines;
+  if (last === null) {
+    // A gap of blank lines wider than the range: the next line beyond it, alone.
+    last = await tx.maybeOneFirst(sql.type(z.object({ line_no: z.number() }))`
+      SELECT line_no FROM bulk_lines WHERE job_id = ${jobId} AND line_no > ${after} ORDER BY line_no LIMIT 1
+    `);
+    if (last === null) return [];
+  }
   return tx.any(sql.type(bulkLine)`
     SELECT line_no, line FROM bulk_lines
-    WHERE job_id = ${jobId} AND line_no > ${after}
+    WHERE job_id = ${jobId} AND line_no > ${after} AND line_no <= ${last}
     ORDER BY line_no
-    LIMIT ${limit}
   `);
+}
+
+/**
+ * Counts a failed attempt at the job's next batch (one that no line's content
+ * explains, with the database up). At `maxAttempts` the job ends `failed`,
+ * saying where it stopped. Returns the attempt, or null when the job is gone.
+ */
+export async function recordBulkBatchFailure(db: CommonQueryMethods, jobId: string, maxAttempts: number): Promise<number | null> {
+  return db.transaction(async (tx) => {
+    const counted = await tx.maybeOne(sql.type(z.object({ attempts: z.number(), ended: z.boolean() }))`
+      UPDATE bulk_jobs SET
+        attempts = attempts + 1,
+        status = CASE WHEN attempts + 1 >= ${maxAttempts} THEN 'failed' ELSE status END,
+        finished_at = CASE WHEN attempts + 1 >= ${maxAttempts} THEN now() ELSE finished_at END,
+        error = CASE WHEN attempts + 1 >= ${maxAttempts}
+          THEN 'The service could not apply the lines after line ' || next_line || ' (' || (attempts + 1)
+            || ' attempts); the lines up to it are applied. Upload the rest of the file again.'
+          ELSE error END
+      WHERE id = ${jobId} AND status IN ('queued', 'running')
+      RETURNING attempts, status = 'failed' AS ended
+    `);
+    if (counted?.ended) await tx.query(sql.unsafe`DELETE FROM bulk_lines WHERE job_id = ${jobId}`);
+    return counted?.attempts ?? null;
+  });
 }
 
 export async function recordBulkProgress(
@@ -142,7 +176,8 @@ export async function recordBulkProgress(
         started_at = coalesce(started_at, now()),
         next_line = ${progress.nextLine},
         saved = saved + ${progress.saved},
-        failed = failed + ${progress.errors.length}
+        failed = failed + ${progress.errors.length},
+        attempts = 0
       WHERE id = ${jobId}
       RETURNING saved + failed AS lines_done
     )

@@ -7,8 +7,9 @@ import type { DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import { isStorableText } from '../catalogue/primitives.schema.js';
 import { KINDS } from '../catalogue/record-kinds.js';
-import type { Database } from '../platform/db.js';
-import { AppError, LanguageNotFoundError, RecordNotFoundError } from '../platform/errors.js';
+import { type Database, isDatabaseUnavailable } from '../platform/db.js';
+import { AppError, GENERIC_500_BODY, LanguageNotFoundError, RecordNotFoundError } from '../platform/errors.js';
+import type { Logger } from '../platform/logger.js';
 import { requireLanguage } from '../records/language.service.js';
 import {
   changeLinkIn,
@@ -30,6 +31,7 @@ import {
   listBulkJobs,
   lockBulkJob,
   readBulkLines,
+  recordBulkBatchFailure,
   recordBulkProgress,
 } from './bulk.repository.js';
 import { type BulkLine, parseBulkLine } from './bulk-line.parser.js';
@@ -194,6 +196,15 @@ class BatchOvertakenError extends Error {}
 
 const OVERTAKEN_RETRIES = 5;
 
+/** A batch that fails this many times in a row, for no line's content and with the database up, ends the job as failed. */
+export const MAX_BATCH_ATTEMPTS = 5;
+
+/** The lines one batch reads at most (as stored; at least one line), so a file of 1 MiB lines does not fill the worker's memory. */
+const BATCH_LINE_BYTES = 16 * 1024 * 1024;
+
+/** Errors that another try will probably not see: the database away, or a concurrent write that took a number first. */
+const isTransient = (error: unknown) => isDatabaseUnavailable(error) || error instanceof BatchOvertakenError;
+
 /**
  * Applies the next batch of a bulk job's lines in one transaction that also
  * advances `next_line`: a worker that dies resumes exactly where the last
@@ -203,11 +214,41 @@ const OVERTAKEN_RETRIES = 5;
  * line order (write_records); a delete, a profile (its id may depend on the
  * lines before it) or a record already in the run ends the run first, so the
  * meaning is that of the lines sent one by one.
+ *
+ * One line's content never stops the file: a batch that fails for a reason no
+ * line reported is taken again line by line, each line alone, and a line that
+ * still fails gets the generic error as its own. A batch that fails even so
+ * (the database up) is retried a few times, then the job ends `failed` with
+ * a reason, instead of being retried for ever.
  */
-export async function applyBulkBatch(db: Database, jobId: string, batchSize: number): Promise<BulkBatchResult> {
+export async function applyBulkBatch(db: Database, jobId: string, batchSize: number, logger?: Logger): Promise<BulkBatchResult> {
+  try {
+    return await applyRetryingOvertaken(db, jobId, batchSize, false, logger);
+  } catch (error) {
+    if (isTransient(error)) throw error;
+    logger?.warn({ err: (error as Error).message, bulk_job: jobId }, 'bulk batch failed; applying it line by line');
+  }
+  try {
+    return await applyRetryingOvertaken(db, jobId, batchSize, true, logger);
+  } catch (error) {
+    if (isTransient(error)) throw error;
+    const attempt = await recordBulkBatchFailure(db, jobId, MAX_BATCH_ATTEMPTS);
+    logger?.error({ err: error, bulk_job: jobId, attempt }, 'bulk batch failed');
+    if (attempt === null || attempt >= MAX_BATCH_ATTEMPTS) return { done: true, applied: 0 };
+    throw error;
+  }
+}
+
+async function applyRetryingOvertaken(
+  db: Database,
+  jobId: string,
+  batchSize: number,
+  lineByLine: boolean,
+  logger: Logger | undefined,
+): Promise<BulkBatchResult> {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await db.transaction((tx) => applyBatchOnce(tx, jobId, batchSize));
+      return await db.transaction((tx) => applyBatchOnce(tx, jobId, batchSize, lineByLine, logger));
     } catch (error) {
       // A concurrent single write of a record in the run took a later number first: numbering the run again fixes it.
       if (!(error instanceof BatchOvertakenError) || attempt === OVERTAKEN_RETRIES) throw error;
@@ -215,10 +256,21 @@ export async function applyBulkBatch(db: Database, jobId: string, batchSize: num
   }
 }
 
-async function applyBatchOnce(tx: DatabaseTransactionConnection, jobId: string, batchSize: number): Promise<BulkBatchResult> {
+type Connection = DatabaseTransactionConnection;
+
+/** A line that failed for no reason of its own content that the service can name (logged; reported with the generic message). */
+class LineFailedError extends Error {}
+
+async function applyBatchOnce(
+  tx: Connection,
+  jobId: string,
+  batchSize: number,
+  lineByLine: boolean,
+  logger: Logger | undefined,
+): Promise<BulkBatchResult> {
   const job = await lockBulkJob(tx, jobId);
   if (!job || job.status === 'completed' || job.status === 'failed') return { done: true, applied: 0 };
-  const lines = await readBulkLines(tx, jobId, job.next_line, batchSize);
+  const lines = await readBulkLines(tx, jobId, job.next_line, batchSize, BATCH_LINE_BYTES);
   if (lines.length === 0) {
     await finishBulkJob(tx, jobId, 'completed', null);
     return { done: true, applied: 0, langKey: job.lang_key };
@@ -235,9 +287,9 @@ async function applyBatchOnce(tx: DatabaseTransactionConnection, jobId: string, 
   let run: PreparedWrite[] = [];
   let runKeys = new Set<string>();
   /** Stores the run; false when the language is gone. */
-  const flush = async (): Promise<boolean> => {
+  const flush = async (conn: Connection): Promise<boolean> => {
     if (run.length === 0) return true;
-    const status = await writeRecords(tx, job.lang_key, run, origin);
+    const status = await writeRecords(conn, job.lang_key, run, origin);
     if (status === 'overtaken') throw new BatchOvertakenError(`bulk job ${jobId}: a run was overtaken by a concurrent write`);
     if (status === 'language-gone') return false;
     saved += run.length;
@@ -249,36 +301,60 @@ async function applyBatchOnce(tx: DatabaseTransactionConnection, jobId: string, 
     await finishBulkJob(tx, jobId, 'failed', `Language '${job.language_id}' was deleted`);
     return { done: true, applied: saved };
   };
+  /** One line, as its single request would be taken; writes may wait in the run. */
+  const applyLine = async (conn: Connection, text: string): Promise<'ok' | 'language-gone'> => {
+    const parsed = parseBulkLine(text, job.api_version);
+    if (parsed.type !== 'write') {
+      if (!(await flush(conn))) return 'language-gone';
+      if (!(await applyRequestLine(conn, job.lang_key, origin, parsed))) return 'language-gone';
+      saved += 1;
+      return 'ok';
+    }
+    // A profile's id may depend on the lines before it; a required record (a purchase event's order) is checked alone.
+    const alone = parsed.kind === 'profile' || Boolean(KINDS[parsed.kind].requires);
+    if (alone && !(await flush(conn))) return 'language-gone';
+    const prepared = await prepareWrite(conn, job.lang_key, parsed.kind, parsed.body, job.api_version);
+    if (alone) {
+      if (!(await storePrepared(conn, job.lang_key, prepared, origin))) return 'language-gone';
+      saved += 1;
+      return 'ok';
+    }
+    const key = `${prepared.kind}\u0000${prepared.id}`;
+    const createdGiven = Boolean(prepared.times.created_at);
+    if ((runKeys.has(key) || (run.length > 0 && Boolean(run[0]!.times.created_at) !== createdGiven)) && !(await flush(conn)))
+      return 'language-gone';
+    run.push(prepared);
+    runKeys.add(key);
+    return 'ok';
+  };
+  /** One line in a savepoint of its own, stored at once: whatever it does wrong stays that line's error. */
+  const applyLineAlone = async (line: number, text: string): Promise<'ok' | 'language-gone'> => {
+    const savedBefore = saved;
+    try {
+      return await tx.transaction(async (savepoint) => {
+        const outcome = await applyLine(savepoint, text);
+        if (outcome === 'ok' && !(await flush(savepoint))) return 'language-gone';
+        return outcome;
+      });
+    } catch (error) {
+      saved = savedBefore;
+      run = [];
+      runKeys = new Set();
+      if (isTransient(error) || error instanceof AppError) throw error;
+      logger?.error({ err: error, bulk_job: jobId, line }, 'bulk line could not be applied');
+      throw new LineFailedError();
+    }
+  };
   for (const { line_no: line, line: text } of lines) {
     try {
-      const parsed = parseBulkLine(text, job.api_version);
-      if (parsed.type !== 'write') {
-        if (!(await flush())) return languageGone();
-        if (await applyRequestLine(tx, job.lang_key, origin, parsed)) saved += 1;
-        else return languageGone();
-        continue;
-      }
-      // A profile's id may depend on the lines before it; a required record (a purchase event's order) is checked alone.
-      const alone = parsed.kind === 'profile' || Boolean(KINDS[parsed.kind].requires);
-      if (alone && !(await flush())) return languageGone();
-      const prepared = await prepareWrite(tx, job.lang_key, parsed.kind, parsed.body, job.api_version);
-      if (alone) {
-        if (!(await storePrepared(tx, job.lang_key, prepared, origin))) return languageGone();
-        saved += 1;
-        continue;
-      }
-      const key = `${prepared.kind}\u0000${prepared.id}`;
-      const createdGiven = Boolean(prepared.times.created_at);
-      if ((runKeys.has(key) || (run.length > 0 && Boolean(run[0]!.times.created_at) !== createdGiven)) && !(await flush()))
-        return languageGone();
-      run.push(prepared);
-      runKeys.add(key);
+      if ((await (lineByLine ? applyLineAlone(line, text) : applyLine(tx, text))) === 'language-gone') return languageGone();
     } catch (error) {
-      if (!(error instanceof AppError)) throw error;
-      errors.push({ line, error: error.body() });
+      if (error instanceof LineFailedError) errors.push({ line, error: GENERIC_500_BODY });
+      else if (error instanceof AppError) errors.push({ line, error: error.body() });
+      else throw error;
     }
   }
-  if (!(await flush())) return languageGone();
+  if (!(await flush(tx))) return languageGone();
   await recordBulkProgress(tx, jobId, { nextLine: lines[lines.length - 1]!.line_no, saved, errors });
   return { done: false, applied: lines.length, langKey: job.lang_key, lastLine: lines[lines.length - 1]!.line_no };
 }

@@ -1,5 +1,14 @@
 import type { DriverTypeParser } from 'slonik';
-import { createPool, type DatabasePool, type Interceptor, type QueryResultRow, SchemaValidationError } from 'slonik';
+import {
+  BackendTerminatedError,
+  BackendTerminatedUnexpectedlyError,
+  ConnectionError,
+  createPool,
+  type DatabasePool,
+  type Interceptor,
+  type QueryResultRow,
+  SchemaValidationError,
+} from 'slonik';
 
 /**
  * Validates rows against the zod schema given with `sql.type(...)`, so a
@@ -54,4 +63,42 @@ export async function createDatabase(connectionUri: string, options: PoolOptions
     // connection (transactions use SET TRANSACTION / xact locks; LISTEN has its own client), so there is nothing to reset.
     resetConnection: async () => {},
   });
+}
+
+/** Postgres error codes (and socket errors) that mean the database cannot be reached or used right now. */
+const UNAVAILABLE_CODES = new Set([
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up, shutting down, recovering)
+  '53300', // too_many_connections
+  '3D000', // invalid_catalog_name: the database itself is gone
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EPIPE',
+]);
+
+const UNAVAILABLE_MESSAGES = [/connection terminated/i, /timeout exceeded when trying to connect/i, /connection is closed/i];
+
+/**
+ * Whether an error says that Postgres is unreachable or refusing connections,
+ * rather than that one request or change was wrong: the work is to be tried
+ * again later (a 503 with Retry-After for a request, a retry for a job).
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  for (let current: unknown = error, depth = 0; current && depth < 5; depth += 1) {
+    if (
+      current instanceof ConnectionError ||
+      current instanceof BackendTerminatedError ||
+      current instanceof BackendTerminatedUnexpectedlyError
+    )
+      return true;
+    const { code, message, cause } = current as { code?: unknown; message?: unknown; cause?: unknown };
+    if (typeof code === 'string' && (code.startsWith('08') || UNAVAILABLE_CODES.has(code))) return true;
+    if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(message))) return true;
+    current = cause;
+  }
+  return false;
 }

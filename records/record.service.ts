@@ -123,14 +123,16 @@ async function parseRecord(
     // v2 profiles need both id and email on every write, so only v1's rule 9 reads the database first.
     if (kind !== 'profile' || generation === 'v2' || !(error instanceof ValidationError) || error.errorClass === 'missing_parameters')
       throw error;
-    const raw = (body as Record<string, unknown>)['profile'] as Record<string, unknown>;
+    const raw = (body as Record<string, unknown>)['profile'];
+    // Not a record at all ({"profile": null}): nothing to match, the envelope's error stands.
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw error;
     // A present but malformed id or email is reported as invalid, not as missing.
-    const rawId = raw['id'];
+    const { id: rawId, email: rawEmail } = raw as Record<string, unknown>;
     if (rawId !== undefined && rawId !== null && typeof rawId !== 'string' && typeof rawId !== 'number') throw error;
-    if (raw['email'] !== undefined && raw['email'] !== null && typeof raw['email'] !== 'string') throw error;
+    if (rawEmail !== undefined && rawEmail !== null && typeof rawEmail !== 'string') throw error;
     const probe = {
-      id: typeof raw['id'] === 'string' || typeof raw['id'] === 'number' ? String(raw['id']) : undefined,
-      email: typeof raw['email'] === 'string' ? raw['email'] : undefined,
+      id: typeof rawId === 'string' || typeof rawId === 'number' ? String(rawId) : undefined,
+      email: typeof rawEmail === 'string' ? rawEmail : undefined,
     };
     if (probe.id !== undefined && !isStorableText(probe.id)) throw error;
     if (probe.email !== undefined && !isStorableText(probe.email)) throw error;

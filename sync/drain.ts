@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { BackendTerminatedError, BackendTerminatedUnexpectedlyError, ConnectionError, StatementTimeoutError } from 'slonik';
-import type { Database } from '../platform/db.js';
+import { StatementTimeoutError } from 'slonik';
+import { type Database, isDatabaseUnavailable } from '../platform/db.js';
 import {
   type AuditEntry,
   type ChangeProgress,
@@ -251,10 +251,5 @@ async function runBatch(drain: Drain, horizon: number, careful: boolean): Promis
 
 /** Failures of the database rather than of a change: the job retries later instead of setting the change aside. */
 function isConnectionError(error: unknown): boolean {
-  return (
-    error instanceof ConnectionError ||
-    error instanceof BackendTerminatedError ||
-    error instanceof BackendTerminatedUnexpectedlyError ||
-    error instanceof StatementTimeoutError
-  );
+  return isDatabaseUnavailable(error) || error instanceof StatementTimeoutError;
 }

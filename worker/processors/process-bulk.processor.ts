@@ -21,7 +21,7 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
   const deadline = Date.now() + SLICE_MS;
   let applied = 0;
   while (Date.now() < deadline) {
-    const result = await applyBulkBatch(db, bulkJobId, BATCH);
+    const result = await applyBulkBatch(db, bulkJobId, BATCH, logger);
     applied += result.applied;
     if (result.lastLine !== undefined && crossesAnalyzeMark(result.lastLine - result.applied, result.lastLine)) {
       // Best effort: a role that may not ANALYZE (not the tables' owner) only loses speed.
