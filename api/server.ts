@@ -5,7 +5,7 @@ import { TokenVerifier } from '../auth/token-verifier.js';
 import type { Config } from '../platform/config.js';
 import { createDatabase } from '../platform/db.js';
 import { createLogger, type Logger } from '../platform/logger.js';
-import { createQueues, settleConnections } from '../platform/queue.js';
+import { createQueues, jobOptionsOf, settleConnections } from '../platform/queue.js';
 import { createRedis } from '../platform/redis.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { PreparedWriter } from '../sync/prepared-write.js';
@@ -33,7 +33,12 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   const verifier = new TokenVerifier(db, config.DATABASE_URL, logger);
   await verifier.start();
-  const queues = createQueues(redis, config.QUEUE_PREFIX, (error) => logger.debug({ err: error.message }, 'queue error'));
+  const queues = createQueues(
+    redis,
+    config.QUEUE_PREFIX,
+    (error) => logger.debug({ err: error.message }, 'queue error'),
+    jobOptionsOf(config),
+  );
   const notifier = new OutboxNotifier(queues.effects, logger, queues.bulk);
   // Bulk uploads stream into Postgres with COPY, which needs plain pg connections.
   const copyPool = new pg.Pool({ connectionString: config.DATABASE_URL, max: 4 });

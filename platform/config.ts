@@ -49,6 +49,9 @@ const environmentSchema = z.object({
   ADMIN_PASSWORD: optionalString,
   WORKER_CONCURRENCY: integer(4, 1, 256),
   WORKER_METRICS_PORT: integer(9100, 0, 65535),
+  // How often a failed job is tried (exponential backoff from JOB_BACKOFF_MS) before it stays failed.
+  JOB_ATTEMPTS: integer(8, 1, 100),
+  JOB_BACKOFF_MS: integer(500, 1, 600_000),
   // Ids (stubs, links, cascaded or detached records) one applier transaction handles at most; larger changes are split.
   APPLIER_SLICE_SIZE: integer(5_000, 1, 1_000_000),
   QUEUE_PREFIX: optionalString.transform((value) => value ?? 'sync'),

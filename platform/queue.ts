@@ -27,15 +27,23 @@ export const DEFAULT_JOB_OPTIONS: JobsOptions = {
   removeOnFail: { age: 7 * 24 * 3_600, count: 10_000 },
 };
 
+/** The retry budget of the configuration (JOB_ATTEMPTS, JOB_BACKOFF_MS) over the defaults. */
+export const jobOptionsOf = (config: { JOB_ATTEMPTS: number; JOB_BACKOFF_MS: number }): JobsOptions => ({
+  ...DEFAULT_JOB_OPTIONS,
+  attempts: config.JOB_ATTEMPTS,
+  backoff: { type: 'exponential', delay: config.JOB_BACKOFF_MS },
+});
+
 export function createQueues(
   connection: ConnectionOptions,
   prefix: string,
   onError: (error: Error) => void = () => undefined,
+  defaultJobOptions: JobsOptions = DEFAULT_JOB_OPTIONS,
 ): Record<QueueKey, Queue> {
   const queues = {
-    effects: new Queue(QUEUES.effects.name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }),
-    maintenance: new Queue(QUEUES.maintenance.name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }),
-    bulk: new Queue(QUEUES.bulk.name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS }),
+    effects: new Queue(QUEUES.effects.name, { connection, prefix, defaultJobOptions }),
+    maintenance: new Queue(QUEUES.maintenance.name, { connection, prefix, defaultJobOptions }),
+    bulk: new Queue(QUEUES.bulk.name, { connection, prefix, defaultJobOptions }),
   };
   // Without a listener an 'error' event would be printed to stderr on every reconnect attempt.
   for (const queue of Object.values(queues)) queue.on('error', onError);

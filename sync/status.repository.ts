@@ -1,6 +1,22 @@
 import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
 
+/*
+ * What `sync-status` counts (CONTRACT 7 and 9), defined here only.
+ *
+ * `pending`: accepted changes whose effects are not applied yet (0 = drained).
+ * `failed`: work that was really not done and will not be without someone
+ * acting on it:
+ *   - changes the applier set aside (outbox rows with failed_at), and
+ *   - bulk files that ended `failed` in a language that still exists (a file
+ *     whose language was deleted has nothing left to do).
+ * A failed queue job is not counted: jobs only wake a worker up, the work
+ * itself is in Postgres. A wake-up job that used up its attempts while
+ * Postgres was away is run again by the sweeper once Postgres is back
+ * (sync/sweeper.ts), and one refused for good (a malformed job) stays visible
+ * in the queue dashboard.
+ */
+
 export async function outboxCounts(db: CommonQueryMethods) {
   return db.one(sql.type(z.object({ pending: z.number(), failed: z.number() }))`
     SELECT
@@ -8,4 +24,15 @@ export async function outboxCounts(db: CommonQueryMethods) {
       count(*) FILTER (WHERE failed_at IS NOT NULL)::int8 AS failed
     FROM outbox
   `);
+}
+
+export async function syncStatus(db: CommonQueryMethods): Promise<{ pending: number; failed: number }> {
+  const outbox = await outboxCounts(db);
+  const failedFiles = await db.oneFirst(sql.type(z.object({ failed: z.number() }))`
+    SELECT count(*)::int8 AS failed
+    FROM bulk_jobs b
+    JOIN languages l ON l.lang_key = b.lang_key
+    WHERE b.status = 'failed' AND l.deleted_at IS NULL
+  `);
+  return { pending: outbox.pending, failed: outbox.failed + failedFiles };
 }

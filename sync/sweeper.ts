@@ -10,16 +10,30 @@ import { jobIds } from './job-ids.js';
 /** How often each worker process sweeps. */
 export const SWEEP_INTERVAL_MS = 250;
 
+/** How often, at most, a sweep also looks for wake-up jobs that used up their attempts. */
+export const RECOVER_INTERVAL_MS = 2_000;
+
+/** Jobs that only wake a worker up for work that Postgres holds: re-running one is always safe. */
+const WAKE_UPS: ReadonlySet<string> = new Set(['apply-outbox', 'process-bulk', 'purge-language']);
+
+/** Failed jobs looked at per queue and pass. */
+const RECOVER_PAGE = 200;
+
 /**
  * Redis is a transport, Postgres the truth: every worker process re-creates,
  * from what Postgres says is pending, the jobs that would do it. A job lost
  * between a commit and its enqueue, or a Redis that restarted empty, only
  * delays the work by one sweep. The job ids (job-ids.ts) make re-creating a
  * job that is already queued a no-op.
+ *
+ * A wake-up job that used up its attempts while Postgres (or anything else it
+ * needs) was away is run again once a sweep gets through, so it does not
+ * stay failed for work that is done, or that its new run does.
  */
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private lastRecovery = 0;
 
   constructor(
     private readonly db: Database,
@@ -58,8 +72,32 @@ export class Sweeper {
       for (const langKey of await listLanguagesPendingPurge(this.db, 100)) {
         await this.queues.maintenance.add('purge-language', { langKey }, { jobId: jobIds.purgeLanguage(langKey) });
       }
+      // Postgres and Redis answered just now: what failed for want of them can run again.
+      if (Date.now() - this.lastRecovery >= RECOVER_INTERVAL_MS) {
+        this.lastRecovery = Date.now();
+        await this.recoverExhaustedWakeUps();
+      }
     } catch (error) {
       this.logger.warn({ err: (error as Error).message }, 'sweep failed; retrying');
+    }
+  }
+
+  /**
+   * Runs again every wake-up job that failed after its last attempt. A job
+   * refused for good (a malformed job, UnrecoverableError) failed before its
+   * attempts were used up: it stays failed for an operator to look at.
+   */
+  private async recoverExhaustedWakeUps(): Promise<void> {
+    for (const queue of Object.values(this.queues)) {
+      if ((await queue.getFailedCount()) === 0) continue;
+      for (const job of await queue.getFailed(0, RECOVER_PAGE - 1)) {
+        if (!job || !WAKE_UPS.has(job.name) || job.attemptsMade < (job.opts.attempts ?? 1)) continue;
+        // Another worker's sweeper may have moved it already.
+        await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true }).then(
+          () => this.logger.info({ job: job.name, job_id: job.id }, 'exhausted job run again'),
+          () => undefined,
+        );
+      }
     }
   }
 }

@@ -212,8 +212,9 @@ describe('when the database disappears under a running API', () => {
     }
   });
 
-  it('should answer 500 with exactly the generic body', () => {
-    expect(response.status).toBe(500);
+  it('should answer 503 with Retry-After and exactly the generic body', () => {
+    expect(response.status).toBe(503);
+    expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(response.body).toEqual(GENERIC_500);
   });
 

@@ -173,6 +173,9 @@ describe('when a bulk file cannot go on whatever its lines say', () => {
       expect(job.error).toMatch(/could not apply the lines after line 0 \(5 attempts\)/);
       expect(job.error).not.toMatch(/progress refused|bulk_marks|INSERT/);
       expect(await liveProducts(['stuck-1', 'stuck-2'])).toEqual([]);
+      // Work really not done: counted in sync-status (sync/status.repository.ts).
+      const status = await env.request('GET', '/admin/api/sync-status', { headers: env.adminHeaders });
+      expect(status.body).toEqual({ pending: 0, failed: 1 });
     } finally {
       await env.db.query(sql.unsafe`DROP TRIGGER test_no_marks ON bulk_marks`);
       await env.db.query(sql.unsafe`DROP FUNCTION test_no_marks()`);

@@ -4,7 +4,7 @@ import type { Config } from '../platform/config.js';
 import { createDatabase } from '../platform/db.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import { createJobMetrics, createMetricsRegistry, registerPoolMetrics, serveMetrics, slonikPoolUsage } from '../platform/metrics.js';
-import { createQueues, type JobName, QUEUES, type QueueKey, settleConnections } from '../platform/queue.js';
+import { createQueues, type JobName, jobOptionsOf, QUEUES, type QueueKey, settleConnections } from '../platform/queue.js';
 import { createRedis } from '../platform/redis.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { Sweeper } from '../sync/sweeper.js';
@@ -40,7 +40,12 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
   const db = await createDatabase(config.DATABASE_URL, { maximumPoolSize: config.WORKER_CONCURRENCY + 2 });
   const connection = createRedis(config.REDIS_URL, 'worker');
   connection.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
-  const queues = createQueues(connection, config.QUEUE_PREFIX, (error) => logger.debug({ err: error.message }, 'queue error'));
+  const queues = createQueues(
+    connection,
+    config.QUEUE_PREFIX,
+    (error) => logger.debug({ err: error.message }, 'queue error'),
+    jobOptionsOf(config),
+  );
   const context: ProcessorContext = {
     db,
     logger,

@@ -1,6 +1,10 @@
 import type { Next } from 'koa';
+import { isDatabaseUnavailable } from '../../platform/db.js';
 import { AppError, GENERIC_500_BODY, HttpStatusError, RouteNotFoundError } from '../../platform/errors.js';
 import type { AppContext } from '../context.js';
+
+/** Seconds a client is asked to wait when Postgres is unreachable (a restart takes a few). */
+const DATABASE_RETRY_AFTER_S = 5;
 
 /** Statuses that Koa and its routers raise as HttpErrors and that map to a plain CONTRACT body. */
 function fromHttpError(error: { status?: number; headers?: Record<string, string>; message: string }): AppError | null {
@@ -31,8 +35,9 @@ export function methodNotAllowed(allow: string | undefined): string {
 
 /**
  * Maps every error to its CONTRACT body. AppErrors carry their own status and
- * body; anything unexpected is logged with the request id and answered with the
- * generic 500, never with a stack trace or SQL.
+ * body; an unreachable database is a 503 with Retry-After; anything unexpected
+ * is logged with the request id and answered with the generic 500. Both carry
+ * CONTRACT 11's generic message, never a stack trace or SQL.
  */
 export async function errorMiddleware(ctx: AppContext, next: Next): Promise<void> {
   try {
@@ -51,6 +56,14 @@ export async function errorMiddleware(ctx: AppContext, next: Next): Promise<void
       ctx.set(appError.headers);
       ctx.body = appError.body();
       if (appError.status >= 500) ctx.state.logger.error({ err: error }, 'request failed');
+      return;
+    }
+    if (isDatabaseUnavailable(error)) {
+      // Not the client's mistake and not for good: the same request may succeed once Postgres is back.
+      ctx.state.logger.warn({ err: error }, 'database unavailable');
+      ctx.status = 503;
+      ctx.set('Retry-After', String(DATABASE_RETRY_AFTER_S));
+      ctx.body = GENERIC_500_BODY;
       return;
     }
     ctx.state.logger.error({ err: error }, 'unexpected error');

@@ -111,7 +111,20 @@ export const ERROR_RESPONSES = {
   },
   adminDisabled: {
     status: 503,
-    response: { description: 'ADMIN_PASSWORD is not set: the admin interface is disabled', content: json(plainErrorSchema) },
+    response: {
+      description:
+        'ADMIN_PASSWORD is not set: the admin interface is disabled; or Postgres cannot be reached right now (then with `Retry-After` and the generic message)',
+      headers: { 'Retry-After': header('Seconds to wait, when Postgres cannot be reached') },
+      content: json(plainErrorSchema),
+    },
+  },
+  unavailable: {
+    status: 503,
+    response: {
+      description: 'Postgres cannot be reached right now: the same request may succeed after `Retry-After` seconds',
+      headers: { 'Retry-After': header('Seconds to wait before trying again') },
+      content: json(serverErrorSchema),
+    },
   },
 } satisfies Record<string, { status: number; response: ResponseConfig }>;
 
@@ -125,6 +138,8 @@ export function errors(...names: ErrorResponseName[]): Record<string, ResponseCo
     if (out[status]) throw new Error(`OpenAPI: two error responses for status ${status} (${name})`);
     out[status] = response;
   }
+  // Whatever can fail unexpectedly can also find Postgres unreachable (adminDisabled says both).
+  if (names.includes('serverError') && !out[503]) out[503] = ERROR_RESPONSES.unavailable.response;
   return out;
 }
 

@@ -1,5 +1,5 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { json, oauthErrorSchema, SECURITY, serverErrorSchema } from './components.js';
+import { ERROR_RESPONSES, json, oauthErrorSchema, SECURITY, serverErrorSchema } from './components.js';
 import { z } from './zod-openapi.js';
 
 /*
@@ -60,6 +60,7 @@ export function registerOAuthPaths(registry: OpenAPIRegistry): void {
       },
       413: { description: '`invalid_request`: the body is larger than 1 MiB', headers: noStore, content: json(oauthErrorSchema) },
       500: { description: 'Unexpected failure', content: json(serverErrorSchema) },
+      503: ERROR_RESPONSES.unavailable.response,
     },
   });
 }

@@ -5,7 +5,7 @@ import type { Config } from '../../platform/config.js';
 import type { Database } from '../../platform/db.js';
 import { HttpStatusError } from '../../platform/errors.js';
 import { AuditHorizonTimeoutError, listAuditEntries } from '../../sync/audit.repository.js';
-import { outboxCounts } from '../../sync/status.repository.js';
+import { syncStatus } from '../../sync/status.repository.js';
 import type { AppContext, AppState } from '../context.js';
 import { adminAuthMiddleware } from '../middleware/admin-auth.middleware.js';
 import { AUDIT_DEFAULT_LIMIT, auditQuerySchema } from '../schemas/admin.schema.js';
@@ -16,16 +16,14 @@ export interface AdminDependencies {
   queues: Queue[];
 }
 
-export function adminRouter({ config, db, queues }: AdminDependencies) {
+export function adminRouter({ config, db }: AdminDependencies) {
   const router = new Router<AppState>({ prefix: '/admin' });
   // The app guards all of /admin already (adminAreaMiddleware); this keeps the router safe when mounted on its own.
   router.use(adminAuthMiddleware(config.ADMIN_USER, config.ADMIN_PASSWORD));
 
-  /** pending: accepted changes whose effects are not applied yet; failed: set-aside changes plus failed jobs. */
+  /** What counts is defined in sync/status.repository.ts. */
   router.get('/api/sync-status', async (ctx: AppContext) => {
-    const counts = await outboxCounts(db);
-    const failedJobs = await Promise.all(queues.map((queue) => queue.getFailedCount().catch(() => 0)));
-    ctx.body = { pending: counts.pending, failed: counts.failed + failedJobs.reduce((sum, count) => sum + count, 0) };
+    ctx.body = await syncStatus(db);
   });
 
   router.get('/api/audit', async (ctx: AppContext) => {

@@ -1,0 +1,51 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from './processes.js';
+
+const run = promisify(execFile);
+
+/**
+ * A Postgres cluster of the test's own (initdb + pg_ctl on a free port), for
+ * tests that stop and start Postgres: the shared cluster on 5432 serves every
+ * other test and must never be stopped. As root, the server runs as the
+ * `postgres` user (Postgres refuses to run as root).
+ */
+export interface PrivatePostgres {
+  /** `postgres://postgres@127.0.0.1:PORT` (trust authentication), without a database. */
+  url: string;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** Stops it and removes its files. */
+  destroy(): Promise<void>;
+}
+
+export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'cs-pg-'));
+  const port = await freePort();
+  const asRoot = process.getuid?.() === 0;
+  const asOwner = (command: string, args: string[]) =>
+    asRoot ? run('runuser', ['-u', 'postgres', '--', command, ...args]) : run(command, args);
+  if (asRoot) await run('chown', ['postgres:postgres', directory]);
+  const data = path.join(directory, 'data');
+  await asOwner('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C.UTF-8', '--no-sync']);
+  const options = `-p ${port} -k ${directory} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off`;
+  const start = async () => {
+    await asOwner('pg_ctl', ['-D', data, '-o', options, '-l', path.join(directory, 'log'), '-w', '-t', '60', 'start']);
+  };
+  const stop = async () => {
+    await asOwner('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
+  };
+  await start();
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}`,
+    start,
+    stop,
+    async destroy() {
+      await asOwner('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']).catch(() => undefined);
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+}
