@@ -212,8 +212,10 @@ const isTransient = (error: unknown) => isDatabaseUnavailable(error) || error in
  *
  * Consecutive writes of distinct records are stored together, numbered in
  * line order (write_records); a delete, a profile (its id may depend on the
- * lines before it) or a record already in the run ends the run first, so the
- * meaning is that of the lines sent one by one.
+ * lines before it), a purchase event (its order must exist), a link or line
+ * write of a v2 file (each reads the lines before it) or a record already in
+ * the run ends the run first, so the meaning is that of the lines sent one by
+ * one. A file's lines are read as bodies of the interface it was uploaded to.
  *
  * One line's content never stops the file: a batch that fails for a reason no
  * line reported is taken again line by line, each line alone, and a line that

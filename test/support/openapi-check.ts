@@ -51,6 +51,30 @@ async function backendFor(baseUrl: string): Promise<OpenAPIBackend | null> {
 
 const documents = new Map<string, Promise<OpenAPIBackend | null>>();
 
+/**
+ * openapi-backend's router compiles a regular expression for every operation
+ * of the document on every call (about 2 ms here, for some 200 operations),
+ * which made the check a quarter of a request's cost in the long tests. Tests
+ * ask for the same few paths again and again, so the answers are kept, per
+ * document, up to a bound.
+ */
+const matches = new WeakMap<OpenAPIBackend, Map<string, Operation | undefined>>();
+const MATCH_CACHE_SIZE = 20_000;
+
+function matchOperation(api: OpenAPIBackend, method: string, path: string): Operation | undefined {
+  let cache = matches.get(api);
+  if (!cache) {
+    cache = new Map();
+    matches.set(api, cache);
+  }
+  const key = `${method} ${path}`;
+  if (cache.has(key)) return cache.get(key);
+  const operation = api.router.matchOperation({ method, path, headers: {}, query: {} }) as Operation | undefined;
+  if (cache.size >= MATCH_CACHE_SIZE) cache.clear();
+  cache.set(key, operation);
+  return operation;
+}
+
 /** Whether the helper is on (TEST_OPENAPI_CHECK=off turns it off, e.g. to look at a response the document refuses). */
 export const openApiCheckEnabled = process.env['TEST_OPENAPI_CHECK'] !== 'off';
 
@@ -79,7 +103,7 @@ export async function checkResponse(
   const fail = (problem: string): never => {
     throw new UndocumentedResponseError(`${where}, which /openapi.json does not describe: ${problem}\n${response.text.slice(0, 500)}`);
   };
-  const match = (m: string) => api.router.matchOperation({ method: m, path, headers: {}, query: {} }) as Operation | undefined;
+  const match = (m: string) => matchOperation(api, m, path);
   let operation = match(lower);
   if (!operation) {
     // Another method of a documented path: the path's operations document its 405.
