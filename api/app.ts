@@ -61,7 +61,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS),
     v1Router({ db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier, writer: deps.writer }),
     v2Router({ db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier, writer: deps.writer }),
-    adminRouter({ config: deps.config, db: deps.db, queues: deps.queues }),
+    adminRouter({ config: deps.config, db: deps.db, queues: deps.queues, notifier: deps.notifier }),
     // Operations: Prometheus scrape and the API description.
     metricsRouter(metrics.registry),
     docsRouter(),

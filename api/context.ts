@@ -7,6 +7,8 @@ export interface AppState extends DefaultState {
   requestId: string;
   logger: Logger;
   principal?: Principal;
+  /** The admin user, once the admin guard has let the request through. */
+  adminUser?: string;
   routePath?: string;
 }
 

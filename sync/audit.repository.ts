@@ -73,7 +73,8 @@ export class AuditHorizonTimeoutError extends Error {}
  *
  * seq comes from a sequence, taken before commit, so a batch holding seq 41 can
  * commit after a batch holding 42; a reader that paged past 42 with `after`
- * would never see 41. Audit entries are written only by the outbox applier,
+ * would never see 41. Audit entries are written only by the outbox applier
+ * (and by an operator discarding a set-aside change, set-aside.service.ts),
  * inside a transaction holding the language's applier lock from its start (see
  * sync/locks.ts). So: read the sequence, then the transactions holding
  * such a lock, and wait until those have ended. Any entry numbered at or below

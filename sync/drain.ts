@@ -206,7 +206,7 @@ async function applyCarefully(tx: Tx, entries: readonly OutboxEntry[], budget: n
     } catch (error) {
       if (isConnectionError(error)) throw error;
       result.failure = { entry, error: error as Error };
-      await markOutboxEntryFailed(tx, entry.seq, (error as Error).message, maxAttempts);
+      await markOutboxEntryFailed(tx, entry.seq, failureText(error as Error), maxAttempts);
       break;
     }
     if (!record(result, entry, applied.audits, applied.outcome)) break;
@@ -252,4 +252,10 @@ async function runBatch(drain: Drain, horizon: number, careful: boolean): Promis
 /** Failures of the database rather than of a change: the job retries later instead of setting the change aside. */
 function isConnectionError(error: unknown): boolean {
   return isDatabaseUnavailable(error) || error instanceof StatementTimeoutError;
+}
+
+/** What an operator reads about a failure: slonik's summary and the database's own words (which constraint, which table). */
+function failureText(error: Error): string {
+  const cause = (error as { cause?: unknown }).cause;
+  return cause instanceof Error && cause.message !== error.message ? `${error.message}: ${cause.message}` : error.message;
 }

@@ -38,6 +38,11 @@ export async function tryLockApplier(tx: DatabaseTransactionConnection, langKey:
   return tx.oneFirst(sql.type(z.object({ locked: z.boolean() }))`SELECT sync_try_lock_applier(${langKey}) AS locked`);
 }
 
+/** Waits for the language's applier lock, held until the transaction ends (operator actions that write audit entries). */
+export async function lockApplier(tx: DatabaseTransactionConnection, langKey: number): Promise<void> {
+  await tx.query(sql.unsafe`SELECT sync_lock_applier(${langKey})`);
+}
+
 /** The transactions holding an applier lock right now (virtual transaction ids). */
 export async function applierLockHolders(db: CommonQueryMethods): Promise<readonly string[]> {
   return db.anyFirst(sql.type(z.object({ vxid: z.string() }))`SELECT sync_applier_lock_holders() AS vxid`);

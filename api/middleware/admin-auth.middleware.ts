@@ -16,6 +16,7 @@ export function adminAuthMiddleware(user: string, password: string | undefined) 
     const userOk = constantTimeEqual(givenUser, user);
     const passwordOk = constantTimeEqual(givenPassword, password);
     if (!(userOk && passwordOk)) throw new AdminUnauthorizedError();
+    ctx.state.adminUser = givenUser;
     return next();
   };
 }
@@ -31,4 +32,11 @@ const ADMIN_AREA = /^\/admin(?:\/|$)/i;
 export function adminAreaMiddleware(user: string, password: string | undefined) {
   const authenticate = adminAuthMiddleware(user, password);
   return (ctx: AppContext, next: Next) => (ADMIN_AREA.test(ctx.path) ? authenticate(ctx, next) : next());
+}
+
+/** The admin user of a request the guard let through (for audit entries and logs). */
+export function adminUserOf(ctx: AppContext): string {
+  const user = ctx.state.adminUser;
+  if (user === undefined) throw new Error('route is missing the admin guard');
+  return user;
 }

@@ -19,7 +19,8 @@ export function queueDashboardMiddleware(queues: Queue[]): Middleware {
   createBullBoard({
     queues: queues.map((queue) => new BullMQAdapter(queue, { allowRetries: true })),
     serverAdapter,
-    options: { uiConfig: { boardTitle: 'commerce-sync' } },
+    // Set-aside changes are not jobs: the dashboard links to their own page.
+    options: { uiConfig: { boardTitle: 'commerce-sync', miscLinks: [{ text: 'Set-aside changes', url: '/admin/set-aside' }] } },
   });
   const dashboard = serverAdapter.registerPlugin() as Middleware;
   return async (ctx, next) => {

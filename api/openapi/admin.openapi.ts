@@ -1,11 +1,21 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { auditPageSchema, auditQuerySchema, syncStatusSchema } from '../schemas/admin.schema.js';
-import { errors, json, plainErrorSchema, SECURITY } from './components.js';
+import {
+  auditPageSchema,
+  auditQuerySchema,
+  setAsideDiscardedSchema,
+  setAsidePageSchema,
+  setAsideQuerySchema,
+  setAsideRetriedSchema,
+  setAsideRetryAllSchema,
+  syncStatusSchema,
+} from '../schemas/admin.schema.js';
+import { errors, json, messageErrorSchema, pathParams, plainErrorSchema, SECURITY } from './components.js';
 
 export function registerAdminPaths(registry: OpenAPIRegistry): void {
   const tags = ['admin'];
   const security = SECURITY.admin;
-  const adminErrors = errors('adminUnauthorized', 'adminDisabled', 'serverError');
+  const ADMIN = ['adminUnauthorized', 'adminDisabled', 'serverError'] as const;
+  const adminErrors = errors(...ADMIN);
 
   registry.registerPath({
     method: 'get',
@@ -32,6 +42,82 @@ export function registerAdminPaths(registry: OpenAPIRegistry): void {
       ...errors('badRequest', 'adminUnauthorized', 'serverError'),
       503: { description: 'ADMIN_PASSWORD is not set, or the audit log is being written (retry)', content: json(plainErrorSchema) },
     },
+  });
+
+  const setAsideParams = pathParams({ seq: 'The `seq` of a set-aside change' });
+  const notSetAside = { 404: { description: 'No set-aside change has this `seq`', content: json(plainErrorSchema) } };
+  const jsonOnly = {
+    415: {
+      description: 'The request does not say `Content-Type: application/json` (required, so no other site can make a browser send it)',
+      content: json(messageErrorSchema),
+    },
+  };
+  registry.registerPath({
+    method: 'get',
+    path: '/admin/api/set-aside',
+    operationId: 'adminListSetAside',
+    summary: 'Changes the worker set aside because they could not be applied, in write order',
+    description: 'Pages with `after` and `next_after`, like the audit log.',
+    tags,
+    security,
+    request: { query: setAsideQuerySchema },
+    responses: {
+      200: { description: 'A page of set-aside changes', content: json(setAsidePageSchema) },
+      ...errors('badRequest', ...ADMIN),
+    },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/admin/api/set-aside/retry',
+    operationId: 'adminRetryAllSetAside',
+    summary: 'Put every set-aside change (or those of a language or kind) back in line',
+    tags,
+    security,
+    request: { body: { required: true, content: json(setAsideRetryAllSchema) } },
+    responses: {
+      200: { description: 'The changes put back in line', content: json(setAsideRetriedSchema) },
+      ...errors('badRequest', ...ADMIN),
+      ...jsonOnly,
+    },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/admin/api/set-aside/{seq}/retry',
+    operationId: 'adminRetrySetAside',
+    summary: 'Put one set-aside change back in line, after fixing its cause',
+    description: 'Send `Content-Type: application/json` (the body may be empty or `{}`).',
+    tags,
+    security,
+    request: { params: setAsideParams },
+    responses: {
+      200: { description: 'The change is back in line', content: json(setAsideRetriedSchema) },
+      ...errors(...ADMIN),
+      ...notSetAside,
+      ...jsonOnly,
+    },
+  });
+  registry.registerPath({
+    method: 'delete',
+    path: '/admin/api/set-aside/{seq}',
+    operationId: 'adminDiscardSetAside',
+    summary: 'Give up a set-aside change for good, with an audit entry naming the admin user',
+    tags,
+    security,
+    request: { params: setAsideParams },
+    responses: {
+      200: { description: 'The change as it was', content: json(setAsideDiscardedSchema) },
+      ...errors(...ADMIN),
+      ...notSetAside,
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/admin/set-aside',
+    operationId: 'adminSetAsidePage',
+    summary: 'The page of set-aside changes: list, retry, discard (an HTML shell over /admin/api/set-aside)',
+    tags,
+    security,
+    responses: { 200: { description: 'The page', content: { 'text/html': { schema: { type: 'string' } } } }, ...adminErrors },
   });
 
   registry.registerPath({

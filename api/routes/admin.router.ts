@@ -3,23 +3,46 @@ import type { Queue } from 'bullmq';
 import { parseOrThrow } from '../../catalogue/validation.js';
 import type { Config } from '../../platform/config.js';
 import type { Database } from '../../platform/db.js';
-import { HttpStatusError } from '../../platform/errors.js';
+import { HttpStatusError, RecordNotFoundError } from '../../platform/errors.js';
 import { AuditHorizonTimeoutError, listAuditEntries } from '../../sync/audit.repository.js';
+import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
+import { discardSetAside, listSetAsideChanges, retrySetAside } from '../../sync/set-aside.service.js';
 import { syncStatus } from '../../sync/status.repository.js';
 import type { AppContext, AppState } from '../context.js';
-import { adminAuthMiddleware } from '../middleware/admin-auth.middleware.js';
-import { AUDIT_DEFAULT_LIMIT, auditQuerySchema } from '../schemas/admin.schema.js';
+import { adminAuthMiddleware, adminUserOf } from '../middleware/admin-auth.middleware.js';
+import { bodyMiddleware } from '../middleware/body.middleware.js';
+import { SET_ASIDE_PAGE, SET_ASIDE_PAGE_CSP } from '../pages/set-aside.page.js';
+import { AUDIT_DEFAULT_LIMIT, auditQuerySchema, setAsideQuerySchema, setAsideRetryAllSchema } from '../schemas/admin.schema.js';
 
 export interface AdminDependencies {
   config: Config;
   db: Database;
   queues: Queue[];
+  /** Wakes the applier of a language whose set-aside changes were put back in line. */
+  notifier: OutboxNotifier;
 }
 
-export function adminRouter({ config, db }: AdminDependencies) {
+/**
+ * State-changing admin calls must say they send JSON: a page on another site
+ * can make a browser send the cached Basic credentials with a form POST, but
+ * not with this content type (that needs a CORS preflight, never granted).
+ */
+function requireJson(ctx: AppContext) {
+  if (ctx.request.type !== 'application/json') throw new HttpStatusError(415, 'Unsupported content type: send application/json');
+}
+
+/** A change's `seq` from the path; anything else names no change. */
+function seqParam(ctx: AppContext): number {
+  const value = ctx.params['seq'] ?? '';
+  if (!/^\d{1,18}$/.test(value) || !Number.isSafeInteger(Number(value))) throw new RecordNotFoundError('Set-aside change');
+  return Number(value);
+}
+
+export function adminRouter({ config, db, notifier }: AdminDependencies) {
   const router = new Router<AppState>({ prefix: '/admin' });
   // The app guards all of /admin already (adminAreaMiddleware); this keeps the router safe when mounted on its own.
   router.use(adminAuthMiddleware(config.ADMIN_USER, config.ADMIN_PASSWORD));
+  const body = bodyMiddleware();
 
   /** What counts is defined in sync/status.repository.ts. */
   router.get('/api/sync-status', async (ctx: AppContext) => {
@@ -42,6 +65,49 @@ export function adminRouter({ config, db }: AdminDependencies) {
         throw new HttpStatusError(503, 'The audit log is being written; retry shortly', { 'Retry-After': '1' });
       throw error;
     }
+  });
+
+  router.get('/api/set-aside', async (ctx: AppContext) => {
+    const query = parseOrThrow(setAsideQuerySchema, { ...ctx.query });
+    ctx.body = await listSetAsideChanges(db, {
+      languageId: query.language_id,
+      kind: query.kind,
+      after: query.after ?? 0,
+      limit: query.limit ?? AUDIT_DEFAULT_LIMIT,
+    });
+  });
+
+  const retried = (ctx: AppContext, result: { seqs: number[]; langKeys: number[] }) => {
+    for (const langKey of result.langKeys) notifier.notify(langKey, ctx.state.requestId);
+    ctx.state.logger.info({ admin: adminUserOf(ctx), retried: result.seqs.length }, 'set-aside changes put back in line');
+    ctx.body = { retried: result.seqs };
+  };
+
+  router.post('/api/set-aside/retry', body, async (ctx: AppContext) => {
+    requireJson(ctx);
+    const filter = parseOrThrow(setAsideRetryAllSchema, ctx.request.body ?? {});
+    retried(ctx, await retrySetAside(db, { languageId: filter.language_id, kind: filter.kind }));
+  });
+
+  router.post('/api/set-aside/:seq/retry', body, async (ctx: AppContext) => {
+    requireJson(ctx);
+    const result = await retrySetAside(db, { seq: seqParam(ctx) });
+    if (result.seqs.length === 0) throw new RecordNotFoundError('Set-aside change');
+    retried(ctx, result);
+  });
+
+  router.delete('/api/set-aside/:seq', async (ctx: AppContext) => {
+    const discarded = await discardSetAside(db, seqParam(ctx), { user: adminUserOf(ctx), requestId: ctx.state.requestId });
+    if (!discarded) throw new RecordNotFoundError('Set-aside change');
+    ctx.state.logger.info({ admin: adminUserOf(ctx), seq: discarded.seq }, 'set-aside change discarded');
+    ctx.body = { discarded };
+  });
+
+  router.get('/set-aside', (ctx: AppContext) => {
+    ctx.set('Content-Security-Policy', SET_ASIDE_PAGE_CSP);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.type = 'html';
+    ctx.body = SET_ASIDE_PAGE;
   });
 
   return router;

@@ -37,8 +37,10 @@ export const auditEntrySchema = auditEntryRow
     at: z.string().openapi({ format: 'date-time', description: 'When the causing request was accepted' }),
     account: z.string().openapi({ description: 'Account (shop) name' }),
     kind: z.enum(AUDIT_KINDS),
-    action: z.enum(['create', 'update', 'delete', 'stub', 'link', 'unlink', 'cascade_delete']),
-    actor: z.string().openapi({ description: 'The client id, or `system` for changes the worker made' }),
+    action: z.enum(['create', 'update', 'delete', 'stub', 'link', 'unlink', 'cascade_delete', 'discard']).openapi({
+      description: '`discard`: an operator gave up a set-aside change (`changes` describes it)',
+    }),
+    actor: z.string().openapi({ description: 'The client id, `system` for changes the worker made, or `admin:<user>` for an operator' }),
     request_id: z.string().nullable().openapi({ description: 'X-Request-Id of the request that caused the change' }),
     changes: z.record(z.unknown()).openapi({ description: 'Fields changed by this entry' }),
   })
@@ -61,3 +63,54 @@ export const syncStatusSchema = z
     failed: z.number().int().openapi({ description: 'Changes set aside as failed plus failed jobs in every queue' }),
   })
   .openapi('SyncStatus');
+
+export const setAsideQuerySchema = z
+  .object({
+    language_id: z.string().min(1).max(255).optional().openapi({ description: 'Only changes of this language id' }),
+    kind: z.enum(AUDIT_KINDS).optional().openapi({ description: 'Only changes of this kind (the v1 body key, or `language`)' }),
+    after: digits(0, Number.MAX_SAFE_INTEGER)
+      .optional()
+      .openapi({ description: 'Only changes with a higher `seq` (the `next_after` of the previous page)' }),
+    limit: digits(1, AUDIT_MAX_LIMIT)
+      .optional()
+      .openapi({ description: `Changes per page, ${AUDIT_DEFAULT_LIMIT} when not given` }),
+  })
+  .strict();
+
+export const setAsideRetryAllSchema = z
+  .object({
+    language_id: z.string().min(1).max(255).optional().openapi({ description: 'Only changes of this language id' }),
+    kind: z.enum(AUDIT_KINDS).optional().openapi({ description: 'Only changes of this kind' }),
+  })
+  .strict()
+  .openapi('SetAsideRetryFilter', { description: 'Which set-aside changes to retry; `{}` retries all of them' });
+
+export const setAsideChangeSchema = z
+  .object({
+    seq: z.number().int().openapi({ description: "The change's place in the write order; names it in retry and discard" }),
+    account: z.string().openapi({ description: 'Account (shop) name' }),
+    language_id: z.string(),
+    kind: z.enum(AUDIT_KINDS),
+    action: z.enum(['upsert', 'delete', 'assign', 'unassign']).openapi({ description: 'What the change asked the worker to apply' }),
+    record_id: z.string(),
+    actor: z.string().openapi({ description: 'The client id that made the change' }),
+    request_id: z.string().nullable().openapi({ description: 'X-Request-Id of the request that made the change' }),
+    error: z.string().nullable().openapi({ description: 'Why the last attempt to apply it failed' }),
+    attempts: z.number().int(),
+    accepted_at: z.string().openapi({ format: 'date-time', description: 'When the request was accepted' }),
+    failed_at: z.string().openapi({ format: 'date-time', description: 'When it was set aside' }),
+  })
+  .openapi('SetAsideChange');
+
+export const setAsidePageSchema = z
+  .object({
+    data: z.array(setAsideChangeSchema),
+    next_after: z.number().int().nullable().openapi({ description: 'Pass as `after` for the next page; null when this is the last' }),
+  })
+  .openapi('SetAsidePage');
+
+export const setAsideRetriedSchema = z
+  .object({ retried: z.array(z.number().int()).openapi({ description: 'The `seq` of every change put back in line' }) })
+  .openapi('SetAsideRetried');
+
+export const setAsideDiscardedSchema = z.object({ discarded: setAsideChangeSchema }).openapi('SetAsideDiscarded');

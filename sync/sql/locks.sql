@@ -8,8 +8,9 @@
 --             exclusively; the applier takes it exclusively for a moment to
 --             know that every number it has read is final.
 --   applier   one applier per language: held for the whole of each batch
---             transaction, the only kind of transaction that writes audit
---             entries (the audit API's horizon relies on that).
+--             transaction, and of an operator's action on set-aside changes:
+--             the only transactions that write audit entries (the audit
+--             API's horizon relies on that).
 
 CREATE OR REPLACE FUNCTION sync_lock_class(p_lock text) RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -36,6 +37,13 @@ $$;
 CREATE OR REPLACE FUNCTION sync_try_lock_applier(p_lang_key bigint) RETURNS boolean
 LANGUAGE sql AS $$
   SELECT pg_try_advisory_xact_lock(sync_lock_class('applier'), sync_lock_key(p_lang_key))
+$$;
+
+-- Waits for the applier lock: an operator's action on set-aside changes writes
+-- audit entries, which only transactions holding this lock may do.
+CREATE OR REPLACE FUNCTION sync_lock_applier(p_lang_key bigint) RETURNS void
+LANGUAGE sql AS $$
+  SELECT pg_advisory_xact_lock(sync_lock_class('applier'), sync_lock_key(p_lang_key))
 $$;
 
 -- The transactions holding an applier lock now (virtual transaction ids), in

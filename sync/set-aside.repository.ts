@@ -1,0 +1,98 @@
+import { type CommonQueryMethods, type DatabaseTransactionConnection, sql } from 'slonik';
+import { z } from 'zod';
+
+/*
+ * Set-aside changes: outbox rows the applier could not apply after their
+ * attempts (failed_at set; see drain.ts). They stay until an operator
+ * retries or discards them.
+ */
+
+export const setAsideRow = z.object({
+  seq: z.number(),
+  lang_key: z.number(),
+  account_id: z.number(),
+  account: z.string(),
+  language_id: z.string(),
+  kind: z.string(),
+  action: z.string(),
+  record_id: z.string(),
+  actor: z.string(),
+  request_id: z.string().nullable(),
+  error: z.string().nullable(),
+  attempts: z.number(),
+  accepted_at: z.string(),
+  failed_at: z.string(),
+});
+export type SetAsideRow = z.infer<typeof setAsideRow>;
+
+export interface SetAsideFilter {
+  languageId?: string;
+  kind?: string;
+  /** Only changes numbered above this. */
+  after: number;
+  limit: number;
+}
+
+const columns = sql.fragment`
+  o.seq, o.lang_key, o.account_id, a.name AS account, o.language_id, o.kind, o.action, o.record_id, o.actor,
+  o.request_id, o.last_error AS error, o.attempts, o.accepted_at, o.failed_at
+`;
+
+const conditions = (filter: Omit<SetAsideFilter, 'after' | 'limit'>) => {
+  const where = [sql.fragment`o.failed_at IS NOT NULL`];
+  if (filter.languageId !== undefined) where.push(sql.fragment`o.language_id = ${filter.languageId}`);
+  if (filter.kind !== undefined) where.push(sql.fragment`o.kind = ${filter.kind}`);
+  return sql.join(where, sql.fragment` AND `);
+};
+
+/** Set-aside changes in write order, at most `limit`, and whether more follow. */
+export async function listSetAside(db: CommonQueryMethods, filter: SetAsideFilter) {
+  const rows = await db.any(sql.type(setAsideRow)`
+    SELECT ${columns}
+    FROM outbox o
+    JOIN accounts a ON a.id = o.account_id
+    WHERE ${conditions(filter)} AND o.seq > ${filter.after}
+    ORDER BY o.seq
+    LIMIT ${filter.limit + 1}
+  `);
+  return { rows: rows.slice(0, filter.limit), more: rows.length > filter.limit };
+}
+
+/** One set-aside change, locked until the transaction ends (so two operators cannot act on it twice). */
+export async function lockSetAside(tx: DatabaseTransactionConnection, seq: number): Promise<SetAsideRow | null> {
+  return tx.maybeOne(sql.type(setAsideRow)`
+    SELECT ${columns}
+    FROM outbox o
+    JOIN accounts a ON a.id = o.account_id
+    WHERE o.failed_at IS NOT NULL AND o.seq = ${seq}
+    FOR UPDATE OF o
+  `);
+}
+
+/** The language of a set-aside change, read without a lock (to take the applier lock first). */
+export async function setAsideLanguage(db: CommonQueryMethods, seq: number): Promise<number | null> {
+  return db.maybeOneFirst(sql.type(z.object({ lang_key: z.number() }))`
+    SELECT lang_key FROM outbox WHERE seq = ${seq} AND failed_at IS NOT NULL
+  `);
+}
+
+/**
+ * Puts changes back in line, the ones named or all matching: the applier
+ * takes them up again, with their attempts counted afresh.
+ * @returns the changes requeued (number and language).
+ */
+export async function requeueSetAside(
+  tx: DatabaseTransactionConnection,
+  target: { seq: number } | Omit<SetAsideFilter, 'after' | 'limit'>,
+): Promise<ReadonlyArray<{ seq: number; lang_key: number }>> {
+  const where = 'seq' in target ? sql.fragment`o.failed_at IS NOT NULL AND o.seq = ${target.seq}` : conditions(target);
+  return tx.any(sql.type(z.object({ seq: z.number(), lang_key: z.number() }))`
+    UPDATE outbox o SET failed_at = NULL, attempts = 0, last_error = NULL
+    WHERE ${where}
+    RETURNING o.seq, o.lang_key
+  `);
+}
+
+export async function deleteSetAside(tx: DatabaseTransactionConnection, seq: number): Promise<void> {
+  await tx.query(sql.unsafe`DELETE FROM outbox WHERE seq = ${seq} AND failed_at IS NOT NULL`);
+}
