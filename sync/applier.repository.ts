@@ -276,9 +276,16 @@ export async function stubOutsideSerialView(tx: Tx, langKey: number, stubs: read
         ELSE r.created_seq
       END,
       write_seq = CASE WHEN NOT r.live AND r.deleted_seq < t.seq THEN greatest(r.write_seq, t.seq) ELSE r.write_seq END,
+      -- A stub that precedes the API write that created the row: the record dates from the stub, unless that
+      -- write or a later one gave its own created_at (an update that gives one sets it). Their outbox rows, still
+      -- pending behind this change, say so: the record's writes are numbered created_seq to write_seq.
       created_at = CASE
         WHEN NOT r.live AND r.deleted_seq < t.seq THEN t.at
-        WHEN r.live AND r.deleted_seq < t.seq AND r.created_seq > t.seq THEN t.at
+        WHEN r.live AND r.deleted_seq < t.seq AND r.created_seq > t.seq AND NOT EXISTS (
+          SELECT 1 FROM outbox o
+          WHERE o.lang_key = r.lang_key AND o.seq BETWEEN r.created_seq AND r.write_seq
+            AND o.kind = r.kind AND o.record_id = r.id AND jsonb_typeof(o.payload -> 'created_at') = 'string'
+        ) THEN t.at
         ELSE r.created_at
       END,
       updated_at = CASE WHEN NOT r.live AND r.deleted_seq < t.seq THEN t.at ELSE r.updated_at END
