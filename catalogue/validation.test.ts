@@ -5,11 +5,16 @@ import { formatPath, parseOrThrow } from './validation.js';
 
 /** The error parseOrThrow raises for `input` against a kind's v1 schema. */
 function problem(kind: keyof typeof KINDS, input: unknown): { class: string; names: string[] } {
+  const { errorClass, parameters } = failure(kind, input);
+  return { class: errorClass, names: parameters };
+}
+
+function failure(kind: keyof typeof KINDS, input: unknown): ValidationError {
   try {
     parseOrThrow(KINDS[kind].schema, input);
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
-    return { class: error.errorClass, names: error.parameters };
+    return error;
   }
   throw new Error('expected a validation error');
 }
@@ -66,5 +71,37 @@ describe('when a record has several kinds of problems', () => {
       id: '12',
       category_ids: ['1', '2'],
     });
+  });
+});
+
+describe('when fields are invalid', () => {
+  it.each<[string, keyof typeof KINDS, Record<string, unknown>, string]>([
+    ['a type', 'product', { id: 'P', name: 'n', price: 'cheap' }, 'price (expected a number, got a string)'],
+    ['a boolean', 'product', { id: 'P', name: 'n', visible: 'yes' }, 'visible (expected true or false, got a string)'],
+    ['a format', 'product', { id: 'P', name: 'n', url: 'ftp://x' }, 'url (expected an http or https URL)'],
+    ['a date-time', 'product', { id: 'P', name: 'n', created_at: 'yesterday' }, 'created_at (expected an ISO 8601 date-time)'],
+    ['an email', 'profile', { id: 'u', email: 'nope' }, 'email (expected an email address)'],
+    ['allowed values', 'profile', { id: 'u', email: 'u@example.test', gender: 'x' }, 'gender (expected one of unidentified, male, female)'],
+    ['a range', 'variant', { id: 'V', product_id: 'P', stock_level: 2 ** 60 }, 'stock_level (expected a safe integer (below 2^53))'],
+    ['a length', 'product', { id: 'x'.repeat(256), name: 'n' }, 'id (expected at most 255 characters)'],
+    [
+      'an integer in a list item',
+      'order',
+      { id: 'O', profile_id: 'u', products: [{ id: 'P', quantity: 1.5 }] },
+      'products[0].quantity (expected an integer, got a number with decimals)',
+    ],
+    ['a list', 'profile', { id: 'u', email: 'u@example.test', tags: 'vip' }, 'tags (expected a list, got a string)'],
+  ])('should say what %s expected, in the message only', (_case, kind, input, described) => {
+    const error = failure(kind, input);
+    expect(error.message).toBe(`Invalid parameters: ${described}`);
+    const name = described.slice(0, described.indexOf(' ('));
+    // The body keeps CONTRACT 4's shape: the names, and the message.
+    expect(error.body()).toEqual({ error: { message: error.message, invalid_parameters: [name] } });
+  });
+
+  it('should describe every invalid field, in order', () => {
+    expect(failure('product', { id: 'P', name: 'n', price: 'x', url: 'ftp://x' }).message).toBe(
+      'Invalid parameters: price (expected a number, got a string), url (expected an http or https URL)',
+    );
   });
 });

@@ -199,3 +199,6 @@ export const paginated = (item: ZodTypeAny) =>
 
 /** A 204 answer, e.g. a v2 DELETE or an assignment. */
 export const NO_CONTENT: ResponseConfig = { description: 'Done; no body' };
+
+/** A noun with its indefinite article: "an order", "a product", "a user". */
+export const withArticle = (noun: string): string => (/^([aeio]|u(?!s|ni|r|u))/i.test(noun) ? `an ${noun}` : `a ${noun}`);

@@ -4,7 +4,7 @@ import { languageSchema, languageWriteSchema } from '../../catalogue/language.sc
 import { dateTimeSchema, idListSchema, idSchema, urlSchema } from '../../catalogue/primitives.schema.js';
 import { KINDS, RECORD_KINDS, type RecordKind } from '../../catalogue/record-kinds.js';
 import { registerBulkPaths } from './bulk.openapi.js';
-import { errors, json, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
+import { errors, json, pathParams, SECURITY, WRITE_ERRORS, withArticle } from './components.js';
 import { z } from './zod-openapi.js';
 
 const pascal = (kind: string) => kind.replace(/(^|_)([a-z])/g, (_, __, letter: string) => letter.toUpperCase());
@@ -139,7 +139,7 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
       method: 'post',
       path: `/api/v1/languages/{language_id}/${segment}`,
       operationId: `v1Save${pascal(kind)}`,
-      summary: `Create or update a ${resource.toLowerCase()} (merging: omitted fields keep their values)`,
+      summary: `Create or update ${withArticle(resource.toLowerCase())} (merging: omitted fields keep their values)`,
       tags,
       security,
       request: {
@@ -158,7 +158,7 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
       method: 'delete',
       path: `/api/v1/languages/{language_id}/${segment}/{record_id}`,
       operationId: `v1Delete${pascal(kind)}`,
-      summary: `Delete a ${resource.toLowerCase()}`,
+      summary: `Delete ${withArticle(resource.toLowerCase())}`,
       tags,
       security,
       request: { params: pathParams({ language_id: 'The language id', record_id: `The ${resource.toLowerCase()} id` }) },

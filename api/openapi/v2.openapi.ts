@@ -18,7 +18,7 @@ import {
   type StoredKind,
 } from '../../catalogue/record-kinds.js';
 import { registerBulkPaths } from './bulk.openapi.js';
-import { errors, json, NO_CONTENT, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
+import { errors, json, NO_CONTENT, pathParams, SECURITY, WRITE_ERRORS, withArticle } from './components.js';
 import { nullable, responseView } from './v1.openapi.js';
 import { z } from './zod-openapi.js';
 
@@ -326,7 +326,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
     put(
       `/api/v2/languages/{language_id}/${segment}`,
       `v2Save${pascal(kind)}`,
-      `Create or update a ${name} (merging: omitted fields keep their values, null clears)`,
+      `Create or update ${withArticle(name)} (merging: omitted fields keep their values, null clears)`,
       [
         'A JSON body of exactly one key, the kind; 200 whether it creates or updates.',
         v2.hint ?? '',
@@ -347,7 +347,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       method: 'delete',
       path: `/api/v2/languages/{language_id}/${segment}/{record_id}`,
       operationId: `v2Delete${pascal(kind)}`,
-      summary: `Delete a ${resource.toLowerCase()} (irreversible; its cascade follows from the queue)`,
+      summary: `Delete ${withArticle(resource.toLowerCase())} (irreversible; its cascade follows from the queue)`,
       description: 'Cascades as CONTRACT 6.',
       tags,
       security,
@@ -435,7 +435,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
     const other = KINDS[link.kind].resource.toLowerCase();
     const params = pathParams({ ...language, product_id: 'The product id', other_id: `The ${other} id` });
     for (const [method, verb, summary] of [
-      ['put', 'Link', `Link a ${other} to the product (no effect when linked; both must exist, no stubs)`],
+      ['put', 'Link', `Link ${withArticle(other)} to the product (no effect when linked; both must exist, no stubs)`],
       ['delete', 'Unlink', `Remove the link only (204 also when there was none)`],
     ] as const) {
       registry.registerPath({
