@@ -2,13 +2,14 @@ import { parseArgs } from 'node:util';
 import { createClient } from '../auth/auth.service.js';
 import { listClients, revokeClient } from '../auth/client.repository.js';
 import { createDatabase, type Database } from '../platform/db.js';
-import { migrate } from '../platform/migrator.js';
-import { configOrExit } from './run.js';
+import { checkPostgres } from '../platform/preflight.js';
+import { configOrExit, startupOrExit } from './run.js';
 
-const USAGE = `Usage: npm run --silent cli -- <command>
+const USAGE = `Usage: npm run --silent cli -- <command>   (built: node dist/bin/cli.js <command>)
   create-client --account NAME   create the account if needed and a new client; prints its secret once
   list-clients                   list every client (secrets are never shown)
-  revoke-client --client-id ID   revoke a client; its tokens stop working at once`;
+  revoke-client --client-id ID   revoke a client; its tokens stop working at once
+The database of DATABASE_URL must exist and be migrated (npm run migrate); the CLI never creates it.`;
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n`);
@@ -49,12 +50,19 @@ async function run(db: Database, argv: string[]): Promise<void> {
   }
 }
 
+const argv = process.argv.slice(2);
+if (argv[0] === 'help' || argv.some((arg) => arg === '--help' || arg === '-h')) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
 const config = configOrExit();
+// A database that is missing or not migrated is refused, never created: a typo in DATABASE_URL would
+// otherwise make a client in a database the service never reads.
+await startupOrExit(() => checkPostgres(config.DATABASE_URL, 'migrated'));
 let db: Database | undefined;
 try {
-  await migrate(config.DATABASE_URL);
   db = await createDatabase(config.DATABASE_URL, { maximumPoolSize: 2 });
-  await run(db, process.argv.slice(2));
+  await run(db, argv);
 } catch (error) {
   const message =
     (error as { code?: string; message: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'

@@ -1,4 +1,24 @@
 import { type Config, ConfigError, loadConfig } from '../platform/config.js';
+import { StartupError } from '../platform/preflight.js';
+
+/**
+ * `--help` (or `-h`) prints the usage and exits 0; any other argument is a
+ * mistake: the usage on stderr and exit 2. For the commands that take no
+ * arguments (api, worker, start, migrate).
+ */
+export function helpOrExit(usage: string, argv: string[] = process.argv.slice(2)): void {
+  if (argv.length === 0) return;
+  if (argv.some((arg) => arg === '--help' || arg === '-h')) {
+    process.stdout.write(`${usage}\n`);
+    process.exit(0);
+  }
+  process.stderr.write(`Unknown argument: ${argv[0]}\n${usage}\n`);
+  process.exit(2);
+}
+
+/** What every service command says about its configuration. */
+export const CONFIGURATION_HELP =
+  'Configured by environment variables (DATABASE_URL, REDIS_URL, PORT, ...; see README "Configuration" and .env.example).';
 
 /** Loads the configuration or exits with a message naming the bad variables. */
 export function configOrExit(): Config {
@@ -10,6 +30,21 @@ export function configOrExit(): Config {
       process.exit(1);
     }
     throw error;
+  }
+}
+
+/**
+ * Runs the start-up of a command: a dependency that is missing (Postgres or
+ * Redis unreachable, the database missing or not migrated) or any other
+ * failure to start is one line on stderr and exit code 1, never a stack trace.
+ */
+export async function startupOrExit<T>(start: () => Promise<T>, failure = 'Could not start'): Promise<T> {
+  try {
+    return await start();
+  } catch (error) {
+    const message = error instanceof StartupError ? error.message : `${failure}: ${(error as Error).message}`;
+    process.stderr.write(`${message.replace(/\s*\n\s*/g, ' ')}\n`);
+    process.exit(1);
   }
 }
 

@@ -110,6 +110,38 @@ export async function migrate(databaseUrl: string, options: MigrationOptions = {
   }
 }
 
+/**
+ * What `migrate` would apply to this database (numbered files not applied,
+ * repeatable files changed), without changing anything: how a process that
+ * must not migrate (the API, a worker, the client CLI) knows the schema is
+ * not there yet. The database must exist.
+ */
+export async function pendingMigrations(databaseUrl: string, options: MigrationOptions = {}): Promise<string[]> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const tables = await client.query<{ migrations: string | null; repeatables: string | null }>(
+      `SELECT to_regclass('schema_migrations')::text AS migrations, to_regclass('schema_repeatables')::text AS repeatables`,
+    );
+    const exists = tables.rows[0]!;
+    const done = exists.migrations ? await recorded(client, 'schema_migrations') : new Map<string, string>();
+    const doneRepeatables = exists.repeatables ? await recorded(client, 'schema_repeatables') : new Map<string, string>();
+    const numbered = (await readNumbered(options.directory ?? MIGRATIONS_DIR))
+      .filter((file) => !done.has(file.name))
+      .map((file) => file.name);
+    const directories = options.repeatableDirs ?? (options.directory ? [] : REPEATABLE_DIRS);
+    const repeatables = (
+      await Promise.all(directories.map((directory) => readSqlFiles(directory, (file) => path.relative(ROOT, path.join(directory, file)))))
+    )
+      .flat()
+      .filter((file) => doneRepeatables.get(file.name) !== file.checksum)
+      .map((file) => file.name);
+    return [...numbered, ...repeatables];
+  } finally {
+    await client.end();
+  }
+}
+
 async function recorded(client: pg.Client, table: 'schema_migrations' | 'schema_repeatables'): Promise<Map<string, string>> {
   const rows = (await client.query<{ name: string; checksum: string }>(`SELECT name, checksum FROM ${table}`)).rows;
   return new Map(rows.map((row) => [row.name, row.checksum]));

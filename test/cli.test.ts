@@ -1,8 +1,10 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningApi, startApi } from '../api/server.js';
+import { migrate } from '../platform/migrator.js';
 import { dropDatabase, httpRequest, POSTGRES_URL, testConfig, uniqueName } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
 
@@ -20,13 +22,17 @@ interface CliResult {
 const databaseName = uniqueName('cs_cli');
 
 function cli(...args: string[]): Promise<CliResult> {
+  return cliOn(databaseName, ...args);
+}
+
+function cliOn(database: string, ...args: string[]): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       TSX,
       ['bin/cli.ts', ...args],
       {
         cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: `${POSTGRES_URL}/${databaseName}`, LOG_LEVEL: 'silent' },
+        env: { ...process.env, DATABASE_URL: `${POSTGRES_URL}/${database}`, LOG_LEVEL: 'silent' },
         timeout: CLI_TIMEOUT,
       },
       (error, stdout, stderr) => {
@@ -58,7 +64,8 @@ describe('when the CLI manages clients', { timeout: 4 * CLI_TIMEOUT }, () => {
   let firstToken: string;
 
   beforeAll(async () => {
-    // The CLI creates and migrates the database itself, so the API starts after it.
+    // The CLI never creates or migrates a database: that is `npm run migrate`'s job.
+    await migrate(`${POSTGRES_URL}/${databaseName}`);
     const created = await cli('create-client', '--account', 'shop-a');
     expect(created, created.stderr).toMatchObject({ code: 0 });
     first = JSON.parse(created.stdout);
@@ -146,3 +153,53 @@ describe('when the CLI manages clients', { timeout: 4 * CLI_TIMEOUT }, () => {
     expect(result.stdout).toBe('');
   });
 });
+
+describe('when the CLI is pointed at a database it must not use', { timeout: 4 * CLI_TIMEOUT }, () => {
+  const missing = uniqueName('cs_cli_missing');
+  const empty = uniqueName('cs_cli_empty');
+  const exists = async (name: string) =>
+    (await query(`${POSTGRES_URL}/postgres`, 'SELECT 1 FROM pg_database WHERE datname = $1', [name])).length > 0;
+
+  afterAll(async () => {
+    await dropDatabase(missing);
+    await dropDatabase(empty);
+  });
+
+  it('should refuse a database that does not exist, in one line, and not create it', async () => {
+    const result = await cliOn(missing, 'create-client', '--account', 'typo');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe(
+      `Database "${missing}" does not exist on Postgres at 127.0.0.1:5432 (DATABASE_URL): create it with \`npm run migrate\`, or fix DATABASE_URL\n`,
+    );
+    expect(await exists(missing)).toBe(false);
+  });
+
+  it('should refuse a database that is not migrated, in one line, and leave it as it is', async () => {
+    await query(`${POSTGRES_URL}/postgres`, `CREATE DATABASE ${pg.escapeIdentifier(empty)}`);
+    const result = await cliOn(empty, 'list-clients');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      new RegExp(
+        `^Database "${empty}" at 127\\.0\\.0\\.1:5432 \\(DATABASE_URL\\) is not migrated: 0001_foundation\\.sql, .* pending; run \`npm run migrate\`\\n$`,
+      ),
+    );
+    expect(await query(`${POSTGRES_URL}/${empty}`, "SELECT to_regclass('clients') AS t")).toEqual([{ t: null }]);
+  });
+
+  it.each([['--help'], ['-h'], ['help'], ['create-client', '--help']])('should print the usage and exit 0 for %s', async (...args) => {
+    const result = await cliOn(missing, ...args);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: npm run --silent cli -- <command>/);
+  });
+});
+
+async function query(url: string, text: string, values: unknown[] = []) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
