@@ -40,7 +40,12 @@ WORKDIR /app
 COPY --chown=node:node package.json package-lock.json ./
 COPY --from=prod-deps --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
+# The `commerce-sync` launcher (package.json "bin"): without source or tsx here, it runs dist/client/commerce-sync.js.
+COPY --chown=node:node bin/commerce-sync.mjs ./bin/commerce-sync.mjs
 # `npm run build` puts the SQL files (migrations/, sync/sql/, reads/sql/) beside the JavaScript in dist/.
+# Every command runs from dist/ with plain node (no tsx, which is a dev dependency and not installed here):
+#   node dist/bin/api.js | worker.js | migrate.js | start.js | cli.js <command> | reset.js --yes
+#   node dist/client/commerce-sync.js <command>
 USER node
 EXPOSE 3000
 # Only meaningful for the API process; compose disables it for worker/migrate.

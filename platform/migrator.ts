@@ -215,6 +215,24 @@ async function applyRepeatables(client: pg.Client, directories: string[]): Promi
   return changed.map((file) => file.name);
 }
 
+/**
+ * Drops the database of `databaseUrl` (cutting its connections) so that
+ * `migrate` creates it afresh: for development databases only (`npm run reset`).
+ */
+export async function dropDatabaseOf(databaseUrl: string): Promise<void> {
+  const name = decodeURIComponent(new URL(databaseUrl).pathname.replace(/^\//, ''));
+  if (!name) throw new Error('DATABASE_URL names no database');
+  const maintenance = new URL(databaseUrl);
+  maintenance.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: maintenance.toString() });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
 async function ensureDatabase(databaseUrl: string): Promise<boolean> {
   const url = new URL(databaseUrl);
   const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
