@@ -1,7 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { RECORD_KINDS, type RecordKind } from '../catalogue/record-kinds.js';
+import { EVENT_KINDS, isStoredKind, RECORD_KINDS, STORED_KINDS, type StoredKind } from '../catalogue/record-kinds.js';
 import { exportRecords } from './export.command.js';
-import { isRecordKind } from './export-lines.js';
 import { listJobs, showJob } from './jobs.command.js';
 import { push, type Terminal } from './push.command.js';
 import { ClientError, ServiceClient } from './service.client.js';
@@ -23,10 +22,11 @@ const positiveInteger = (name: string, max: number) => (value: string) => {
   return Number(value);
 };
 
-const kindList = (value: string, previous: RecordKind[] = []) => {
+const kindList = (value: string, previous: StoredKind[] = []) => {
   const kinds = value.split(',').map((kind) => kind.trim());
-  for (const kind of kinds) if (!isRecordKind(kind)) throw new InvalidArgumentError(`kind must be one of ${RECORD_KINDS.join(', ')}`);
-  return [...previous, ...(kinds as RecordKind[])];
+  for (const kind of kinds)
+    if (!isStoredKind(kind)) throw new InvalidArgumentError(`kind must be one of ${STORED_KINDS.join(', ')} (the last two with --api v2)`);
+  return [...previous, ...(kinds as StoredKind[])];
 };
 
 export function buildProgram(terminal: Terminal, run: (code: number) => void): Command {
@@ -59,6 +59,11 @@ export function buildProgram(terminal: Terminal, run: (code: number) => void): C
     )
     .argument('<file>', 'one {"<kind>":{...}} or {"delete":{"kind":...,"id":...}} per line')
     .addOption(language())
+    .addOption(
+      new Option('--api <version>', 'the interface the lines are written for: v1 write bodies, or v2 requests (README "Bulk in v2")')
+        .choices(['v1', 'v2'])
+        .default('v1'),
+    )
     .option('--errors-to <file>', 'write every line error there, as NDJSON ({"line":N,"error":{...}})')
     .option('--no-wait', 'print the job and return once the file is stored')
     .option('--json', 'print the finished job as JSON instead of a summary line')
@@ -69,15 +74,26 @@ export function buildProgram(terminal: Terminal, run: (code: number) => void): C
       'after',
       '\nProgress goes to stderr: a bar on a terminal, a line every 2 s otherwise.\nExits 1, after a summary and the first errors, when any line failed.',
     )
-    .action(async (file: string, options: { language: string; errorsTo?: string; wait: boolean; json?: boolean; poll: number }) =>
-      run(
-        await push(
-          client(),
-          file,
-          { language: options.language, errorsTo: options.errorsTo, wait: options.wait, json: Boolean(options.json), pollMs: options.poll },
-          terminal,
+    .action(
+      async (
+        file: string,
+        options: { language: string; api: 'v1' | 'v2'; errorsTo?: string; wait: boolean; json?: boolean; poll: number },
+      ) =>
+        run(
+          await push(
+            client(),
+            file,
+            {
+              language: options.language,
+              api: options.api,
+              errorsTo: options.errorsTo,
+              wait: options.wait,
+              json: Boolean(options.json),
+              pollMs: options.poll,
+            },
+            terminal,
+          ),
         ),
-      ),
     );
 
   program
@@ -86,20 +102,25 @@ export function buildProgram(terminal: Terminal, run: (code: number) => void): C
     .addOption(language())
     .addOption(
       new Option(
+        '--api <version>',
+        'the line format: v1 write bodies (push), or v2 requests (push --api v2), which carry everything v2 can write',
+      )
+        .choices(['v1', 'v2'])
+        .default('v1'),
+    )
+    .addOption(
+      new Option(
         '-k, --kind <kinds>',
-        `kinds to export, comma-separated or repeated (default: all, in the order push needs): ${RECORD_KINDS.join(', ')}`,
+        `kinds to export, comma-separated or repeated (default: all, in the order push needs): ${STORED_KINDS.join(', ')} (the last two with --api v2)`,
       ).argParser(kindList),
     )
     .option('-o, --output <file>', 'write to this file instead of stdout')
-    .action(async (options: { language: string; kind?: RecordKind[]; output?: string }) =>
-      run(
-        await exportRecords(
-          client(),
-          { language: options.language, kinds: options.kind ?? [...RECORD_KINDS], output: options.output },
-          terminal,
-        ),
-      ),
-    );
+    .action(async (options: { language: string; api: 'v1' | 'v2'; kind?: StoredKind[]; output?: string }) => {
+      const v1Only = (options.kind ?? []).filter((kind) => (EVENT_KINDS as readonly string[]).includes(kind));
+      if (options.api === 'v1' && v1Only.length > 0) throw new ClientError(`${v1Only.join(', ')} can only be exported with --api v2`);
+      const kinds = options.kind ?? (options.api === 'v2' ? [...STORED_KINDS] : [...RECORD_KINDS]);
+      run(await exportRecords(client(), { language: options.language, api: options.api, kinds, output: options.output }, terminal));
+    });
 
   program
     .command('jobs')

@@ -10,6 +10,8 @@ import { ClientError, errorText, type ServiceClient } from './service.client.js'
 
 export interface PushOptions {
   language: string;
+  /** The interface the file's lines are written for: v1 write bodies, or v2 requests (README "Bulk in v2"). */
+  api: 'v1' | 'v2';
   errorsTo?: string;
   wait: boolean;
   json: boolean;
@@ -35,7 +37,9 @@ async function isGzip(file: string): Promise<boolean> {
   }
 }
 
-export const bulkPath = (language: string, rest = '') => `/api/v1/languages/${encodeURIComponent(language)}/bulk${rest}`;
+/** The language's bulk endpoints; jobs of both interfaces are read through v1's. */
+export const bulkPath = (language: string, rest = '', api: 'v1' | 'v2' = 'v1') =>
+  `/api/${api}/languages/${encodeURIComponent(language)}/bulk${rest}`;
 
 /**
  * Streams the file to the language's bulk endpoint, then follows the job
@@ -66,12 +70,13 @@ export async function push(client: ServiceClient, file: string, options: PushOpt
   const body: Readable = (await isGzip(file)) ? counter.pipe(createGunzip()) : counter;
   source.on('error', (error) => body.destroy(error));
 
-  const answer = await client.postStream(bulkPath(options.language), body, { 'content-type': 'application/x-ndjson' });
+  const answer = await client.postStream(bulkPath(options.language, '', options.api), body, { 'content-type': 'application/x-ndjson' });
   if (answer.status !== 202) {
     reporter.stop();
     throw new ClientError(`upload refused: ${errorText(answer.body, answer.status)}`, answer.status);
   }
-  let job = (answer.body as { bulk_job: BulkJob }).bulk_job;
+  // v1 wraps the job as {"bulk_job":{...}}, v2 answers it bare.
+  let job = options.api === 'v1' ? (answer.body as { bulk_job: BulkJob }).bulk_job : (answer.body as BulkJob);
   const jobPath = bulkPath(options.language, `/${job.id}`);
   if (!options.wait) {
     reporter.stop();
