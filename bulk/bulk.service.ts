@@ -277,7 +277,20 @@ async function applyBatchOnce(
     await finishBulkJob(tx, jobId, 'completed', null);
     return { done: true, applied: 0, langKey: job.lang_key };
   }
-  await holdLanguageForWrite(tx, job.lang_key);
+  /*
+   * The language's shared lock (a writer in flight) is held from the batch's
+   * first write to its commit, not while its lines are read and parsed:
+   * write_records and write_record take it themselves, a request line takes
+   * it here. Taken in a savepoint, it would go with a line rolled back, so
+   * line by line it is taken first.
+   */
+  let holding = false;
+  const holdLanguage = async () => {
+    if (holding) return;
+    await holdLanguageForWrite(tx, job.lang_key);
+    holding = true;
+  };
+  if (lineByLine) await holdLanguage();
   const origin: ChangeOrigin = {
     accountId: job.account_id,
     languageId: job.language_id,
@@ -308,6 +321,7 @@ async function applyBatchOnce(
     const parsed = parseBulkLine(text, job.api_version);
     if (parsed.type !== 'write') {
       if (!(await flush(conn))) return 'language-gone';
+      await holdLanguage();
       if (!(await applyRequestLine(conn, job.lang_key, origin, parsed))) return 'language-gone';
       saved += 1;
       return 'ok';

@@ -36,3 +36,19 @@ export async function syncStatus(db: CommonQueryMethods): Promise<{ pending: num
   `);
   return { pending: outbox.pending, failed: outbox.failed + failedFiles };
 }
+
+/**
+ * The language's changes whose effects are not applied yet, counted up to
+ * `atMost` (the count stops there, so asking costs the same however deep the
+ * backlog is).
+ */
+export async function languageBacklog(db: CommonQueryMethods, langKey: number, atMost: number): Promise<number> {
+  return db.oneFirst(sql.type(z.object({ backlog: z.number() }))`
+    SELECT count(*)::int8 AS backlog
+    FROM (
+      SELECT 1 FROM outbox
+      WHERE lang_key = ${langKey} AND failed_at IS NULL
+      LIMIT ${atMost}
+    ) pending
+  `);
+}

@@ -3,11 +3,22 @@ import { UnrecoverableError } from 'bullmq';
 import { bulkJobProgress, refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
 import { applyBulkBatch } from '../../bulk/bulk.service.js';
 import type { Database } from '../../platform/db.js';
+import { languageBacklog } from '../../sync/status.repository.js';
 import type { Processor } from './processor.js';
 
 const BATCH = 1_000;
 /** A slice of work per job; the sweeper queues the next slice behind other shops' files. */
 const SLICE_MS = 2_000;
+
+/**
+ * Backpressure: a file stops storing lines while its language has this many
+ * changes whose effects are not applied yet, and goes on once the applier has
+ * brought it under half of it. Lines stored faster than their effects can be
+ * applied only add lag (effects land long after the file says it is stored)
+ * and take Postgres time from the applier; this keeps the two in step.
+ */
+export const MAX_EFFECTS_BACKLOG = 10_000;
+const BACKLOG_POLL_MS = 50;
 
 /** Statistics are refreshed as a file passes 5k, 20k, 80k, … lines: often while a language is new, rarely later. */
 const crossesAnalyzeMark = (from: number, to: number) => {
@@ -20,7 +31,9 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
   if (typeof bulkJobId !== 'string') throw new UnrecoverableError('process-bulk needs a bulkJobId');
   const deadline = Date.now() + SLICE_MS;
   let applied = 0;
+  let langKey: number | undefined;
   while (Date.now() < deadline) {
+    if (langKey !== undefined && !(await effectsCaughtUp(db, langKey, deadline))) break;
     const result = await applyBulkBatch(db, bulkJobId, BATCH, logger);
     applied += result.applied;
     if (result.lastLine !== undefined && crossesAnalyzeMark(result.lastLine - result.applied, result.lastLine)) {
@@ -29,12 +42,27 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
         logger.warn({ err: error.message }, 'could not refresh planner statistics'),
       );
     }
-    if (result.langKey !== undefined) notifier.notify(result.langKey, job.data.requestId);
+    langKey = result.langKey;
+    if (langKey !== undefined) notifier.notify(langKey, job.data.requestId);
     await reportProgress(job, db, bulkJobId);
     if (result.done) return { bulkJobId, applied, done: true };
   }
   return { bulkJobId, applied, done: false };
 };
+
+/**
+ * Waits, until the slice's deadline at most, while the language's effects
+ * backlog is at MAX_EFFECTS_BACKLOG, then until it is under half of it.
+ * @returns false when the slice ran out of time waiting (the next slice goes on).
+ */
+async function effectsCaughtUp(db: Database, langKey: number, deadline: number): Promise<boolean> {
+  if ((await languageBacklog(db, langKey, MAX_EFFECTS_BACKLOG)) < MAX_EFFECTS_BACKLOG) return true;
+  while (Date.now() + BACKLOG_POLL_MS < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, BACKLOG_POLL_MS));
+    if ((await languageBacklog(db, langKey, MAX_EFFECTS_BACKLOG)) < MAX_EFFECTS_BACKLOG / 2) return true;
+  }
+  return false;
+}
 
 /**
  * The file's progress on the queue job, for the dashboard: bull-board draws
