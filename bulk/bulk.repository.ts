@@ -84,6 +84,11 @@ export async function bulkJobProgress(db: CommonQueryMethods, jobId: string) {
   `);
 }
 
+/** The language a bulk job writes to; null when there is no such job. */
+export async function bulkJobLanguage(db: CommonQueryMethods, jobId: string): Promise<number | null> {
+  return db.maybeOneFirst(sql.type(z.object({ lang_key: z.number() }))`SELECT lang_key FROM bulk_jobs WHERE id = ${jobId}`);
+}
+
 export async function lockBulkJob(tx: DatabaseTransactionConnection, jobId: string): Promise<BulkJobRow | null> {
   return tx.maybeOne(sql.type(bulkJobRow)`SELECT ${columns} FROM bulk_jobs WHERE id = ${jobId} FOR UPDATE`);
 }

@@ -54,6 +54,8 @@ const environmentSchema = z.object({
   JOB_BACKOFF_MS: integer(500, 1, 600_000),
   // Ids (stubs, links, cascaded or detached records) one applier transaction handles at most; larger changes are split.
   APPLIER_SLICE_SIZE: integer(5_000, 1, 1_000_000),
+  // Changes of a language left to apply at which a bulk file stops storing lines until the applier catches up.
+  BULK_MAX_EFFECTS_BACKLOG: integer(10_000, 100, 10_000_000),
   QUEUE_PREFIX: optionalString.transform((value) => value ?? 'sync'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])

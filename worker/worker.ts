@@ -51,6 +51,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     logger,
     notifier: new OutboxNotifier(queues.effects, logger),
     drainOptions: { sliceSize: config.APPLIER_SLICE_SIZE },
+    maxEffectsBacklog: config.BULK_MAX_EFFECTS_BACKLOG,
   };
 
   const registry = createMetricsRegistry('worker');

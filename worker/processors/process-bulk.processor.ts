@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import { UnrecoverableError } from 'bullmq';
-import { bulkJobProgress, refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
+import { bulkJobLanguage, bulkJobProgress, refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
 import { applyBulkBatch } from '../../bulk/bulk.service.js';
 import type { Database } from '../../platform/db.js';
 import { languageBacklog } from '../../sync/status.repository.js';
@@ -10,14 +10,7 @@ const BATCH = 1_000;
 /** A slice of work per job; the sweeper queues the next slice behind other shops' files. */
 const SLICE_MS = 2_000;
 
-/**
- * Backpressure: a file stops storing lines while its language has this many
- * changes whose effects are not applied yet, and goes on once the applier has
- * brought it under half of it. Lines stored faster than their effects can be
- * applied only add lag (effects land long after the file says it is stored)
- * and take Postgres time from the applier; this keeps the two in step.
- */
-export const MAX_EFFECTS_BACKLOG = 10_000;
+/** How often a file waiting for its language's applier looks again. */
 const BACKLOG_POLL_MS = 50;
 
 /** Statistics are refreshed as a file passes 5k, 20k, 80k, … lines: often while a language is new, rarely later. */
@@ -26,14 +19,14 @@ const crossesAnalyzeMark = (from: number, to: number) => {
   return false;
 };
 
-export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db, notifier, logger }) => {
+export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db, notifier, logger, maxEffectsBacklog }) => {
   const { bulkJobId } = job.data;
   if (typeof bulkJobId !== 'string') throw new UnrecoverableError('process-bulk needs a bulkJobId');
   const deadline = Date.now() + SLICE_MS;
   let applied = 0;
-  let langKey: number | undefined;
+  let langKey = (await bulkJobLanguage(db, bulkJobId)) ?? undefined;
   while (Date.now() < deadline) {
-    if (langKey !== undefined && !(await effectsCaughtUp(db, langKey, deadline))) break;
+    if (langKey !== undefined && !(await effectsCaughtUp(db, langKey, maxEffectsBacklog, deadline))) break;
     const result = await applyBulkBatch(db, bulkJobId, BATCH, logger);
     applied += result.applied;
     if (result.lastLine !== undefined && crossesAnalyzeMark(result.lastLine - result.applied, result.lastLine)) {
@@ -51,15 +44,19 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
 };
 
 /**
- * Waits, until the slice's deadline at most, while the language's effects
- * backlog is at MAX_EFFECTS_BACKLOG, then until it is under half of it.
+ * Backpressure: a file stops storing lines while its language has
+ * `maxBacklog` changes whose effects are not applied yet, and goes on once
+ * the applier has brought that under half. Lines stored faster than their
+ * effects can be applied only add lag (effects land long after the file says
+ * it is stored) and take Postgres time from the applier; this keeps the two
+ * in step. Waits until the slice's deadline at most.
  * @returns false when the slice ran out of time waiting (the next slice goes on).
  */
-async function effectsCaughtUp(db: Database, langKey: number, deadline: number): Promise<boolean> {
-  if ((await languageBacklog(db, langKey, MAX_EFFECTS_BACKLOG)) < MAX_EFFECTS_BACKLOG) return true;
+async function effectsCaughtUp(db: Database, langKey: number, maxBacklog: number, deadline: number): Promise<boolean> {
+  if ((await languageBacklog(db, langKey, maxBacklog)) < maxBacklog) return true;
   while (Date.now() + BACKLOG_POLL_MS < deadline) {
     await new Promise((resolve) => setTimeout(resolve, BACKLOG_POLL_MS));
-    if ((await languageBacklog(db, langKey, MAX_EFFECTS_BACKLOG)) < MAX_EFFECTS_BACKLOG / 2) return true;
+    if ((await languageBacklog(db, langKey, maxBacklog)) < maxBacklog / 2) return true;
   }
   return false;
 }

@@ -12,6 +12,8 @@ export interface ProcessorContext {
   notifier: OutboxNotifier;
   /** How the applier drains a language (slice size from the configuration). */
   drainOptions: DrainOptions;
+  /** Changes of a language left to apply at which a bulk file waits for the applier (backpressure). */
+  maxEffectsBacklog: number;
 }
 
 export type Processor<N extends JobName> = (job: Job<JobData[N]>, context: ProcessorContext) => Promise<unknown>;
