@@ -495,7 +495,8 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
         ...errors(
           ...(parent === 'order'
             ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'unsupportedMediaType', 'serverError'] as const)
-            : (['unauthorized', 'notFound', 'serverError'] as const)),
+            : // A product id over 255 characters cannot name a product of the cart (V2-SURFACE 1.2): 400 invalid_parameters.
+              (['badRequest', 'unauthorized', 'notFound', 'serverError'] as const)),
         ),
       },
     });

@@ -154,7 +154,7 @@ export function v2Router({ db, copyPool, verifier, notifier, writer }: V2Depende
     router.get(base, async (ctx: AppContext) => {
       sendList(ctx, await listLines(reading(ctx), param(ctx, 'language_id'), parent, param(ctx, 'parent_id'), query(ctx)));
     });
-    router.put(`${base}/:product_id`, body, async (ctx: AppContext) => {
+    const putLineRoute = async (ctx: AppContext) => {
       const parentId = param(ctx, 'parent_id');
       const line = await putLine(writing(ctx), param(ctx, 'language_id'), parent, parentId, param(ctx, 'product_id'), ctx.request.body);
       if (!line) {
@@ -168,7 +168,10 @@ export function v2Router({ db, copyPool, verifier, notifier, writer }: V2Depende
         variant_id: line.variant_id,
         custom_attributes: line.custom_attributes ?? [],
       };
-    });
+    };
+    // A cart line is only its product: its PUT takes no body, so one that is sent is neither read nor refused.
+    if (parent === 'order') router.put(`${base}/:product_id`, body, putLineRoute);
+    else router.put(`${base}/:product_id`, putLineRoute);
     router.delete(`${base}/:product_id`, async (ctx: AppContext) => {
       await deleteLine(writing(ctx), param(ctx, 'language_id'), parent, param(ctx, 'parent_id'), param(ctx, 'product_id'));
       ctx.status = 204;
