@@ -5,14 +5,17 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ARTIFACTS } from './support/browser.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
+import { type CheckingProxy, startCheckingProxy } from './support/openapi-check.js';
 import { freePort } from './support/processes.js';
 
 /*
  * The shop's command line, run as a shop runs it (bin/commerce-sync.mjs, a
- * process of its own) against the real API and worker, over HTTP only.
+ * process of its own) against the real API and worker, over HTTP only,
+ * through a proxy that checks every response it receives against
+ * /openapi.json, as the harness's requests are.
  */
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -20,6 +23,7 @@ const BIN = path.join(ROOT, 'bin/commerce-sync.mjs');
 const CLI_TIMEOUT = 120_000;
 
 let env: TestEnvironment;
+let proxy: CheckingProxy;
 let directory: string;
 let credentials: Record<string, string>;
 
@@ -121,8 +125,9 @@ function catalogue(products: number): string[] {
 
 beforeAll(async () => {
   env = await startEnvironment();
+  proxy = await startCheckingProxy(env.baseUrl);
   const client = await env.newClient();
-  credentials = { SYNC_URL: env.baseUrl, SYNC_CLIENT_ID: client.client_id, SYNC_CLIENT_SECRET: client.client_secret };
+  credentials = { SYNC_URL: proxy.url, SYNC_CLIENT_ID: client.client_id, SYNC_CLIENT_SECRET: client.client_secret };
   const token = (
     await env.request('POST', '/oauth/token', {
       body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
@@ -132,7 +137,12 @@ beforeAll(async () => {
   directory = await mkdtemp(path.join(os.tmpdir(), 'commerce-sync-'));
 });
 
+afterEach(() => {
+  expect(proxy.take(), 'responses the command line received that /openapi.json does not describe').toEqual([]);
+});
+
 afterAll(async () => {
+  await proxy?.close();
   await env?.close();
   if (directory) await rm(directory, { recursive: true, force: true });
 });
@@ -453,12 +463,7 @@ describe('when the command line is used wrongly or cannot reach the service', { 
   });
   const unreachable = () => ({ SYNC_URL: `http://127.0.0.1:${closedPort}`, SYNC_CLIENT_ID: 'a', SYNC_CLIENT_SECRET: 'b' });
   it.each<[string, string[], () => Record<string, string>, RegExp]>([
-    [
-      'no credentials',
-      ['jobs', '-l', 'nl'],
-      () => ({ SYNC_URL: env.baseUrl }),
-      /^commerce-sync: client credentials are needed: --client-id/,
-    ],
+    ['no credentials', ['jobs', '-l', 'nl'], () => ({ SYNC_URL: proxy.url }), /^commerce-sync: client credentials are needed: --client-id/],
     [
       'an unreachable service',
       ['jobs', '-l', 'nl'],

@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Job } from 'bullmq';
 import { type Page, request } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUES } from '../platform/queue.js';
 import { ARTIFACTS, type Browser, launchBrowser } from './support/browser.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
@@ -31,13 +31,20 @@ describe('when an admin opens the queue dashboard in a browser', () => {
     ).toBe('failed');
 
     await mkdir(ARTIFACTS, { recursive: true });
-    browser = await launchBrowser({ httpCredentials: { username: env.config.ADMIN_USER, password: env.config.ADMIN_PASSWORD! } });
+    browser = await launchBrowser({
+      httpCredentials: { username: env.config.ADMIN_USER, password: env.config.ADMIN_PASSWORD! },
+      checkAgainst: env.baseUrl,
+    });
     page = browser.context.pages()[0] ?? (await browser.context.newPage());
     page.on('request', (outgoing) => {
       if (!outgoing.url().startsWith(env.baseUrl)) offSite.push(outgoing.url());
     });
   });
 
+  afterEach(async () => {
+    // Every response the pages received from the API is one /openapi.json describes.
+    if (browser) expect(await browser.undocumented()).toEqual([]);
+  });
   afterAll(async () => {
     await browser?.close();
     await queues?.close();

@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ARTIFACTS, type Browser, launchBrowser } from './support/browser.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 
@@ -14,11 +14,15 @@ describe('when a person opens /docs in a browser', () => {
   beforeAll(async () => {
     env = await startEnvironment({ worker: false });
     await mkdir(ARTIFACTS, { recursive: true });
-    browser = await launchBrowser();
+    browser = await launchBrowser({ checkAgainst: env.baseUrl });
     page = browser.context.pages()[0] ?? (await browser.context.newPage());
     page.on('request', (outgoing) => {
       if (!outgoing.url().startsWith(env.baseUrl) && !outgoing.url().startsWith('data:')) offSite.push(outgoing.url());
     });
+  });
+  afterEach(async () => {
+    // Every response the pages received from the API is one /openapi.json describes.
+    if (browser) expect(await browser.undocumented()).toEqual([]);
   });
   afterAll(async () => {
     await browser?.close();

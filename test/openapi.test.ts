@@ -99,7 +99,7 @@ describe('when the API description is fetched', () => {
     expect(served.size).toBeGreaterThan(20);
   });
 
-  it("should pass Redocly's recommended lint rules with no error", async () => {
+  it("should pass Redocly's recommended lint rules with no error, and warn only of SPEC's trailing slash and the license", async () => {
     const directory = await mkdtemp(path.join(tmpdir(), 'openapi-'));
     try {
       const file = path.join(directory, 'openapi.json');
@@ -112,11 +112,19 @@ describe('when the API description is fetched', () => {
       ).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
       const report = JSON.parse(stdout.slice(stdout.indexOf('{'))) as {
         totals: { errors: number };
-        problems: Array<{ severity: string; message: string }>;
+        problems: Array<{ severity: string; message: string; ruleId: string }>;
       };
       const errors = report.problems.filter((problem) => problem.severity === 'error').map((problem) => problem.message);
       expect(errors).toEqual([]);
       expect(report.totals.errors).toBe(0);
+      // docs/decisions.md, "The document is the wire": the path SPEC spells with a slash, and no license for a private project.
+      const warnings = report.problems
+        .filter((problem) => problem.severity === 'warn')
+        .map((problem) => `${problem.ruleId}: ${problem.message}`);
+      expect(warnings.sort()).toEqual([
+        'info-license: Info object should contain `license` field.',
+        'no-path-trailing-slash: `/api/v1/languages/` should not have a trailing slash.',
+      ]);
     } finally {
       await rm(directory, { recursive: true, force: true });
     }

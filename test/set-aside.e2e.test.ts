@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { sql } from 'slonik';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ARTIFACTS, type Browser, launchBrowser } from './support/browser.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
@@ -38,7 +38,10 @@ describe('when an admin opens the set-aside page in a browser', () => {
     expect(await pollUntil(setAsideCount, (count) => count === 2, { timeoutMs: 60_000, intervalMs: 200 })).toBe(2);
 
     await mkdir(ARTIFACTS, { recursive: true });
-    browser = await launchBrowser({ httpCredentials: { username: env.config.ADMIN_USER, password: env.config.ADMIN_PASSWORD! } });
+    browser = await launchBrowser({
+      httpCredentials: { username: env.config.ADMIN_USER, password: env.config.ADMIN_PASSWORD! },
+      checkAgainst: env.baseUrl,
+    });
     page = browser.context.pages()[0] ?? (await browser.context.newPage());
     page.on('request', (outgoing) => {
       if (!outgoing.url().startsWith(env.baseUrl)) offSite.push(outgoing.url());
@@ -48,6 +51,10 @@ describe('when an admin opens the set-aside page in a browser', () => {
     });
   }, 120_000);
 
+  afterEach(async () => {
+    // Every response the pages received from the API is one /openapi.json describes.
+    if (browser) expect(await browser.undocumented()).toEqual([]);
+  });
   afterAll(async () => {
     await browser?.close();
     await env?.close();

@@ -30,11 +30,13 @@ export function responseView(schema: ZodTypeAny): ZodTypeAny {
 
 /**
  * `schema` or null. OpenAPI 3.1 writes a nullable enum as `type: [string, null]`
- * with an `enum` that lacks null, which refuses null: an enum becomes `anyOf` with null.
+ * with an `enum` that lacks null, which refuses null: the enum lists null too.
+ * (An `anyOf` with null would do, but zod-to-openapi writes its null twice.)
  */
 export function nullable(schema: ZodTypeAny): ZodTypeAny {
   if (schema instanceof z.ZodNullable) return schema;
-  if (schema instanceof z.ZodEnum || schema instanceof z.ZodLiteral) return z.union([schema, z.null()]);
+  if (schema instanceof z.ZodEnum) return schema.nullable().openapi({ enum: [...(schema.options as string[]), null] as never });
+  if (schema instanceof z.ZodLiteral) return schema.nullable().openapi({ enum: [schema.value, null] as never });
   return schema.nullable();
 }
 

@@ -1,3 +1,8 @@
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import type { ReadableStream } from 'node:stream/web';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formatsPlugin from 'ajv-formats';
 import { OpenAPIBackend, type Operation } from 'openapi-backend';
@@ -133,4 +138,78 @@ export async function checkResponse(
   if (mediaType !== 'application/json') return;
   const result = api.validator.validateResponse(response.body, operation, response.status);
   if (!result.valid) fail(JSON.stringify(result.errors?.slice(0, 5)));
+}
+
+/** Hop-by-hop and framing headers a proxy must not pass on as they are. */
+const NOT_FORWARDED = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'content-encoding', 'upgrade']);
+
+export interface CheckingProxy {
+  /** Where clients send their requests instead of the API. */
+  url: string;
+  /** What /openapi.json does not describe of the responses passed on so far; take() empties it. */
+  take(): string[];
+  close(): Promise<void>;
+}
+
+/**
+ * An HTTP proxy in front of the API at `baseUrl` that checks every response
+ * it passes on, for clients that run as processes of their own (the shop's
+ * command line): the harness's `request` cannot see their traffic. Requests
+ * are streamed through (bulk uploads of any size); responses are read whole,
+ * checked and passed on unchanged, so the client behaves as without it. What
+ * the document does not describe is collected for the test to assert on.
+ */
+export async function startCheckingProxy(baseUrl: string): Promise<CheckingProxy> {
+  const problems: string[] = [];
+  const server = http.createServer((incoming, outgoing) => {
+    void (async () => {
+      const method = incoming.method ?? 'GET';
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(incoming.headers))
+        if (value !== undefined && !NOT_FORWARDED.has(name)) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+      const hasBody = method !== 'GET' && method !== 'HEAD';
+      const upstream = await fetch(`${baseUrl}${incoming.url}`, {
+        method,
+        headers,
+        body: hasBody ? (Readable.toWeb(incoming) as ReadableStream) : undefined,
+        duplex: 'half',
+      } as RequestInit);
+      const text = Buffer.from(await upstream.arrayBuffer());
+      let body: unknown;
+      try {
+        body = text.length ? JSON.parse(text.toString('utf8')) : undefined;
+      } catch {
+        body = undefined;
+      }
+      if (openApiCheckEnabled) {
+        await checkResponse(baseUrl, method, incoming.url ?? '/', {
+          status: upstream.status,
+          headers: upstream.headers,
+          body,
+          text: text.toString('utf8'),
+        }).catch((error: Error) => problems.push(error.message));
+      }
+      const passed: Record<string, string> = {};
+      upstream.headers.forEach((value, name) => {
+        if (!NOT_FORWARDED.has(name)) passed[name] = value;
+      });
+      outgoing.writeHead(upstream.status, { ...passed, 'content-length': String(text.length) });
+      outgoing.end(text);
+    })().catch((error: Error) => {
+      problems.push(`proxy: ${incoming.method} ${incoming.url}: ${error.message}`);
+      outgoing.destroy(error);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    take: () => problems.splice(0),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
