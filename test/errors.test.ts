@@ -74,6 +74,57 @@ describe('when the service is healthy', () => {
     });
   });
 
+  // Issue 13: an invalid_parameters message says what each field expected; the body keeps its names for programs.
+  describe('when a field has a value of the wrong type, format, range or set', () => {
+    beforeAll(async () => {
+      await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'msg', name: 'M', code: 'm' } } });
+    });
+
+    it.each([
+      [
+        'POST',
+        '/api/v1/languages/msg/products',
+        { product: { id: 'P', name: 'n', price: 'cheap' } },
+        'price (expected a number, got a string)',
+      ],
+      [
+        'POST',
+        '/api/v1/languages/msg/orders',
+        { order: { id: 'O', profile_id: 'u', products: [], status: 'pending' } },
+        'status (expected one of processing, shipped, completed, cancelled)',
+      ],
+      [
+        'PUT',
+        '/api/v2/languages/msg/variants',
+        { variant: { id: 'V', product_id: 'P', url: 'ftp://x' } },
+        'url (expected an http or https URL)',
+      ],
+      [
+        'PUT',
+        '/api/v2/languages/msg/orders',
+        { order: { id: 'O', profile_id: 'u', ordered_at: '2024-01-01', products: [{ id: 'P', quantity: 1.5 }] } },
+        'products[0].quantity (expected an integer, got a number with decimals)',
+      ],
+      ['PUT', '/api/v2/languages/msg/profiles', { profile: { id: 'u', email: 'nope' } }, 'email (expected an email address)'],
+      [
+        'PUT',
+        '/api/v2/custom_attributes',
+        { custom_attribute: { name: 'n', description: '', datatype: 'decimal', resource: 'product' } },
+        'datatype (expected one of string, integer, float, boolean, date, datetime)',
+      ],
+      ['GET', '/api/v2/languages/msg/products?per_page=251', undefined, /^per_page \(expected .+\)$/],
+      ['GET', '/api/v2/languages/msg/products?created_after=yesterday', undefined, /^created_after \(expected .+\)$/],
+    ] as const)('should answer %s %s with a message saying what was expected', async (method, path, body, described) => {
+      const response = await env.request(method, path, { token, body });
+      expect(response.status).toBe(400);
+      const name = (typeof described === 'string' ? described : '').split(' (')[0] || path.split('?')[1]!.split('=')[0]!;
+      expect(response.body).toEqual({ error: { message: expect.any(String), invalid_parameters: [name] } });
+      const message = response.body.error.message.replace(/^Invalid parameters: /, '');
+      if (typeof described === 'string') expect(message).toBe(described);
+      else expect(message).toMatch(described);
+    });
+  });
+
   // CONTRACT 11: a client mistake is never a 500. Postgres refuses U+0000 in text
   // and unpaired surrogates in jsonb, so the service must refuse them first.
   describe('when a string holds a character Postgres cannot store', () => {
