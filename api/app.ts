@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import Koa from 'koa';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { RequestLimiter } from '../auth/request-limiter.js';
 import type { TokenVerifier } from '../auth/token-verifier.js';
 import type { Config } from '../platform/config.js';
 import type { Database } from '../platform/db.js';
@@ -47,20 +48,33 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     queues: deps.queues,
     logger: deps.logger,
   });
+  const limiter = deps.config.RATE_LIMIT_ENABLED
+    ? new RequestLimiter(deps.redis, {
+        prefix: deps.config.QUEUE_PREFIX,
+        defaults: { rps: deps.config.RATE_LIMIT_RPS, burst: deps.config.RATE_LIMIT_BURST },
+        onRefused: () => metrics.limits.refused.inc({ limiter: 'account' }),
+        // Debug only: while Redis is away every request would log it; the metric is the signal.
+        onUnavailable: (error) => {
+          metrics.limits.unavailable.inc({ limiter: 'account' });
+          deps.logger.debug({ err: error.message }, 'request limit not checked');
+        },
+      })
+    : undefined;
   app.use(requestLogMiddleware(deps.logger, metrics.http));
   app.use(errorMiddleware);
   // Before every router and the dashboard, so nothing under /admin is reachable without credentials.
   app.use(adminAreaMiddleware(deps.config.ADMIN_USER, deps.config.ADMIN_PASSWORD));
   app.use(queueDashboardMiddleware(deps.queues));
 
+  const interfaceDeps = { db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier, writer: deps.writer };
   // One router for every interface: a request is matched once, and runs through one routing middleware
   // and one allowedMethods instead of a pair per interface.
   const root = new Router<AppState>();
   for (const router of [
     healthRouter(deps.db, deps.redis),
     oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS),
-    v1Router({ db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier, writer: deps.writer }),
-    v2Router({ db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier, writer: deps.writer }),
+    v1Router({ ...interfaceDeps, limiter }),
+    v2Router({ ...interfaceDeps, limiter }),
     adminRouter({ config: deps.config, db: deps.db, queues: deps.queues, notifier: deps.notifier }),
     // Operations: Prometheus scrape and the API description.
     metricsRouter(metrics.registry),

@@ -5,6 +5,7 @@ import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import {
   createHttpMetrics,
+  createLimitMetrics,
   createMetricsRegistry,
   pgPoolUsage,
   registerPoolMetrics,
@@ -48,5 +49,5 @@ export function createApiMetrics({ db, copyPool, writePool, queues, logger }: Ap
   registerQueueMetrics(registry, queues, logger);
   registerOutboxMetrics(registry, db, logger);
   registerPoolMetrics(registry, { api: slonikPoolUsage(db), write: pgPoolUsage(writePool), copy: pgPoolUsage(copyPool) });
-  return { registry, http: createHttpMetrics(registry) };
+  return { registry, http: createHttpMetrics(registry), limits: createLimitMetrics(registry) };
 }

@@ -49,8 +49,44 @@ const SECURITY_NOTES: Record<string, string> = {
 /**
  * What every operation shares, added once here rather than by each
  * registrar: the 405 of its path (CONTRACT 11: a wrong method on a known
- * path) and a description (the summary, with how to authenticate).
+ * path), the request limit of bearer operations, and a description (the
+ * summary, with how to authenticate).
  */
+const integerHeader = (description: string) => ({ schema: { type: 'integer' as const, minimum: 0 }, description });
+
+/** The headers of a bearer operation's answers once the account's limit was checked (IETF httpapi RateLimit headers). */
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Limit': integerHeader("Requests per second this account may send (its own limit, or the deployment's)"),
+  'RateLimit-Remaining': integerHeader("Left of this second's requests; at 0, requests draw on the per-minute burst allowance"),
+  'RateLimit-Reset': integerHeader("Seconds until this second's requests are available again"),
+  'RateLimit-Policy': {
+    schema: { type: 'string' as const },
+    description: '`<rps>;w=1, <burst>;w=60`: the per-second limit and the burst allowance per minute',
+  },
+};
+
+/**
+ * Every operation with a bearer token counts against its account's request
+ * limit: all its answers but the 401 (no account yet) carry RATE_LIMIT_HEADERS
+ * (unless Redis could not be asked), and it can answer 429.
+ */
+function addRequestLimits(operation: NonNullable<NonNullable<OpenApiDocument['paths']>[string]['get']>): void {
+  const responses = operation.responses as Record<string, { headers?: Record<string, unknown> }>;
+  for (const [status, response] of Object.entries(responses)) {
+    // A copy: generated response objects may be shared between operations.
+    if (status !== '401') responses[status] = { ...response, headers: { ...response.headers, ...RATE_LIMIT_HEADERS } };
+  }
+  responses['429'] = {
+    description:
+      'The account is over its request limit (`RateLimit-Policy`: requests per second, and a burst allowance per minute on top). Retry after `Retry-After` seconds.',
+    headers: {
+      'Retry-After': integerHeader('Seconds to wait before the next request'),
+      ...RATE_LIMIT_HEADERS,
+    },
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/MessageError' } } },
+  } as never;
+}
+
 function completeOperations(document: OpenApiDocument): OpenApiDocument {
   // The generated form of ERROR_RESPONSES.methodNotAllowed (the generator only converts registered paths).
   const { description, headers } = ERROR_RESPONSES.methodNotAllowed.response;
@@ -65,6 +101,8 @@ function completeOperations(document: OpenApiDocument): OpenApiDocument {
     for (const method of ['get', 'put', 'post', 'delete', 'patch'] as const) {
       const operation = item?.[method];
       if (!operation) continue;
+      // Before the 405, which is answered before a route (and its limit) is reached.
+      if ((operation.security ?? []).some((requirement) => 'bearerAuth' in requirement)) addRequestLimits(operation);
       operation.responses = { ...operation.responses, ...methodNotAllowed };
       if (!operation.description) {
         const schemes = (operation.security ?? []).flatMap((requirement) => Object.keys(requirement));

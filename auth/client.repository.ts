@@ -12,6 +12,14 @@ const clientRow = z.object({
 });
 export type ClientRow = z.infer<typeof clientRow>;
 
+/**
+ * Postgres NOTIFY channels that make every API process drop its cached token
+ * answers (auth/token-verifier.ts): a client revoked, an account's request
+ * limit changed (it travels with the token's owner).
+ */
+export const CLIENT_REVOKED = 'client_revoked';
+export const ACCOUNT_LIMIT_CHANGED = 'account_limit_changed';
+
 export async function upsertAccount(db: CommonQueryMethods, name: string): Promise<number> {
   return db.oneFirst(sql.type(z.object({ id: z.number() }))`
     INSERT INTO accounts (name)
@@ -55,6 +63,27 @@ export async function revokeClient(db: CommonQueryMethods, clientId: string): Pr
     RETURNING id
   `);
   if (!revoked) return false;
-  await db.query(sql.unsafe`SELECT pg_notify('client_revoked', ${String(revoked.id)})`);
+  await db.query(sql.unsafe`SELECT pg_notify(${CLIENT_REVOKED}, ${String(revoked.id)})`);
+  return true;
+}
+
+/**
+ * Sets an account's own request limit (null: back to the deployment's
+ * default) and tells every API process, which apply it from the next request
+ * on. Returns false for an unknown account.
+ */
+export async function setAccountLimit(
+  db: CommonQueryMethods,
+  account: string,
+  limit: { rps: number; burst: number } | null,
+): Promise<boolean> {
+  const updated = await db.maybeOne(sql.type(z.object({ id: z.number() }))`
+    UPDATE accounts
+    SET rate_limit_rps = ${limit?.rps ?? null}, rate_limit_burst = ${limit?.burst ?? null}
+    WHERE name = ${account}
+    RETURNING id
+  `);
+  if (!updated) return false;
+  await db.query(sql.unsafe`SELECT pg_notify(${ACCOUNT_LIMIT_CHANGED}, ${String(updated.id)})`);
   return true;
 }

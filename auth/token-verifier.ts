@@ -2,12 +2,21 @@ import pg from 'pg';
 import { sha256 } from '../platform/crypto.js';
 import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
+import { ACCOUNT_LIMIT_CHANGED, CLIENT_REVOKED } from './client.repository.js';
 import { findLiveToken, type TokenOwner } from './token.repository.js';
+
+/** An account's own request limit: `rps` requests each second, `burst` more per minute. */
+export interface RequestLimit {
+  rps: number;
+  burst: number;
+}
 
 export interface Principal {
   accountId: number;
   clientPk: number;
   clientId: string;
+  /** The account's own request limit (cli set-limit); null: the deployment's default. */
+  limit: RequestLimit | null;
 }
 
 interface CacheEntry {
@@ -18,10 +27,11 @@ interface CacheEntry {
 
 /**
  * Resolves bearer tokens to their account, caching each answer for at most
- * `staleMs`. Revocation is pushed with Postgres NOTIFY on `client_revoked`,
- * which empties the cache at once; while the LISTEN connection is down the
- * cache is bypassed, so a revoked client never outlives its revocation by more
- * than the notification's delivery time.
+ * `staleMs`. Revocation and limit changes are pushed with Postgres NOTIFY
+ * (auth/client.repository.ts), which empties the cache at once; while the LISTEN
+ * connection is down the cache is bypassed, so a revoked client never
+ * outlives its revocation (nor an old limit its change) by more than the
+ * notification's delivery time.
  */
 export class TokenVerifier {
   private readonly cache = new Map<string, CacheEntry>();
@@ -65,7 +75,7 @@ export class TokenVerifier {
     client.on('notification', () => this.cache.clear());
     try {
       await client.connect();
-      await client.query('LISTEN client_revoked');
+      for (const channel of [CLIENT_REVOKED, ACCOUNT_LIMIT_CHANGED]) await client.query(`LISTEN ${channel}`);
       this.listener = client;
       this.listening = true;
     } catch (error) {
@@ -111,4 +121,5 @@ const toPrincipal = (owner: TokenOwner): Principal => ({
   accountId: owner.account_id,
   clientPk: owner.client_pk,
   clientId: owner.client_id,
+  limit: owner.rate_limit_rps === null ? null : { rps: owner.rate_limit_rps, burst: owner.rate_limit_burst ?? 0 },
 });

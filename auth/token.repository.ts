@@ -6,6 +6,9 @@ const tokenOwner = z.object({
   client_pk: z.number(),
   client_id: z.string(),
   expires_at: z.string(),
+  /** The account's own request limit (cli set-limit), null for the deployment's default. */
+  rate_limit_rps: z.number().nullable(),
+  rate_limit_burst: z.number().nullable(),
 });
 export type TokenOwner = z.infer<typeof tokenOwner>;
 
@@ -22,12 +25,17 @@ export async function insertToken(
   `);
 }
 
-/** The owner of a live token: unknown, expired and revoked-client tokens all give null. */
+/**
+ * The owner of a live token, with its account's request limit (so the limit
+ * costs the request path no query of its own): unknown, expired and
+ * revoked-client tokens all give null.
+ */
 export async function findLiveToken(db: CommonQueryMethods, tokenHash: Buffer): Promise<TokenOwner | null> {
   return db.maybeOne(sql.type(tokenOwner)`
-    SELECT c.account_id, t.client_pk, c.client_id, t.expires_at
+    SELECT c.account_id, t.client_pk, c.client_id, t.expires_at, a.rate_limit_rps, a.rate_limit_burst
     FROM access_tokens t
     JOIN clients c ON c.id = t.client_pk
+    JOIN accounts a ON a.id = c.account_id
     WHERE t.token_hash = ${sql.binary(tokenHash)}
       AND t.expires_at > now()
       AND c.revoked_at IS NULL

@@ -34,6 +34,7 @@ const CATEGORIES = 1_000;
 const PHASES = new Set((process.env['BENCH_PHASES'] ?? 'writes,bulk,reads').split(','));
 /** When set, the API and worker write V8 CPU profiles (--cpu-prof) into this directory. */
 const PROFILE_DIR = process.env['BENCH_PROFILE_DIR'];
+const RATE_LIMIT = process.env['BENCH_RATE_LIMIT'] ?? 'on';
 
 const databaseName = `commerce_bench_${process.pid}`;
 const databaseUrl = `${POSTGRES}/${databaseName}`;
@@ -42,6 +43,7 @@ const children: ChildProcess[] = [];
 const results: Record<string, number | string | boolean | null> = {
   started_at: new Date().toISOString(),
   'machine.cpus': cpus().length,
+  rate_limit: RATE_LIMIT !== 'off',
 };
 const record = (prefix: string, figures: Record<string, number | string | boolean | null | undefined>) => {
   for (const [key, value] of Object.entries(figures)) results[`${prefix}.${key}`] = value ?? null;
@@ -170,6 +172,10 @@ async function main() {
     LOG_LEVEL: 'error',
     ADMIN_PASSWORD: 'bench',
     HOST: '127.0.0.1',
+    // The request limiter runs on every request but never refuses one (its cost is what is measured);
+    // BENCH_RATE_LIMIT=off runs without it, to compare.
+    RATE_LIMIT_ENABLED: String(RATE_LIMIT !== 'off'),
+    RATE_LIMIT_RPS: '1000000',
   };
   const api = start('bin/api.ts', [], { ...common, PORT: String(apiPort) }, true);
   const worker = start('bin/worker.ts', [], { ...common, WORKER_CONCURRENCY: '4', WORKER_METRICS_PORT: '0' }, true);

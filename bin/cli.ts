@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { createClient } from '../auth/auth.service.js';
-import { listClients, revokeClient } from '../auth/client.repository.js';
+import { listClients, revokeClient, setAccountLimit } from '../auth/client.repository.js';
 import { createDatabase, type Database } from '../platform/db.js';
 import { checkPostgres } from '../platform/preflight.js';
 import { configOrExit, startupOrExit } from './run.js';
@@ -9,6 +9,10 @@ const USAGE = `Usage: npm run --silent cli -- <command>   (built: node dist/bin/
   create-client --account NAME   create the account if needed and a new client; prints its secret once
   list-clients                   list every client (secrets are never shown)
   revoke-client --client-id ID   revoke a client; its tokens stop working at once
+  set-limit --account NAME --rps N --burst N
+                                 the account's own request limit: N requests per second and N more per minute;
+                                 every API process applies it from its next request (--default: back to the
+                                 deployment's RATE_LIMIT_RPS / RATE_LIMIT_BURST)
 The database of DATABASE_URL must exist and be migrated (npm run migrate); the CLI never creates it.`;
 
 function fail(message: string): never {
@@ -16,11 +20,25 @@ function fail(message: string): never {
   process.exit(2);
 }
 
+/** A whole number from an option, at least `min` (and what Postgres' integer holds). */
+function count(value: string | undefined, option: string, min: number): number {
+  if (value === undefined) fail(`set-limit needs ${option} N (or --default)`);
+  const parsed = /^\d{1,10}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(parsed >= min && parsed <= 2_147_483_647)) fail(`${option} must be a whole number of at least ${min}`);
+  return parsed;
+}
+
 async function run(db: Database, argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   const { values } = parseArgs({
     args: rest,
-    options: { account: { type: 'string' }, 'client-id': { type: 'string' } },
+    options: {
+      account: { type: 'string' },
+      'client-id': { type: 'string' },
+      rps: { type: 'string' },
+      burst: { type: 'string' },
+      default: { type: 'boolean' },
+    },
     strict: true,
   });
   switch (command) {
@@ -43,6 +61,19 @@ async function run(db: Database, argv: string[]): Promise<void> {
       if (!clientId) fail('revoke-client needs --client-id ID');
       if (!(await revokeClient(db, clientId))) fail(`No client with id ${clientId}`);
       process.stdout.write(`${JSON.stringify({ client_id: clientId, revoked: true })}\n`);
+      return;
+    }
+    case 'set-limit': {
+      const account = values.account?.trim();
+      if (!account) fail('set-limit needs --account NAME');
+      let limit: { rps: number; burst: number } | null = null;
+      if (values.default) {
+        if (values.rps !== undefined || values.burst !== undefined) fail('set-limit takes --default or --rps and --burst, not both');
+      } else {
+        limit = { rps: count(values.rps, '--rps', 1), burst: count(values.burst, '--burst', 0) };
+      }
+      if (!(await setAccountLimit(db, account, limit))) fail(`No account named ${account}`);
+      process.stdout.write(`${JSON.stringify({ account, rps: limit?.rps ?? null, burst: limit?.burst ?? null })}\n`);
       return;
     }
     default:

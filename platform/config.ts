@@ -23,6 +23,18 @@ const integer = (fallback: number, min: number, max: number) =>
       return parsed;
     });
 
+const boolean = (fallback: boolean) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value === '') return fallback;
+      if (/^(true|on|1)$/i.test(value)) return true;
+      if (/^(false|off|0)$/i.test(value)) return false;
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be true or false' });
+      return z.NEVER;
+    });
+
 const url = (fallback: string, protocols: string[]) =>
   z
     .string()
@@ -56,6 +68,12 @@ const environmentSchema = z.object({
   APPLIER_SLICE_SIZE: integer(5_000, 1, 1_000_000),
   // Changes of a language left to apply at which a bulk file stops storing lines until the applier catches up.
   BULK_MAX_EFFECTS_BACKLOG: integer(10_000, 100, 10_000_000),
+  // Per-account request limits on /api/v1 and /api/v2 (auth/request-limiter.ts): RATE_LIMIT_RPS requests in
+  // each second and RATE_LIMIT_BURST more per minute; an account's own override (cli set-limit) replaces both.
+  // RATE_LIMIT_ENABLED=false turns the limiter off (to compare its cost, or where a proxy limits instead).
+  RATE_LIMIT_ENABLED: boolean(true),
+  RATE_LIMIT_RPS: integer(200, 1, 1_000_000),
+  RATE_LIMIT_BURST: integer(1_000, 0, 100_000_000),
   QUEUE_PREFIX: optionalString.transform((value) => value ?? 'sync'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])

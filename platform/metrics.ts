@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Queue } from 'bullmq';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
-import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from './db.js';
 
 /**
@@ -101,6 +101,28 @@ export function createHttpMetrics(registry: Registry) {
 }
 
 export type HttpMetrics = ReturnType<typeof createHttpMetrics>;
+
+/** The limiters of the API: `account` (request limits), `oauth_token` and `admin` (failed sign-ins). */
+export type LimiterName = 'account' | 'oauth_token' | 'admin';
+
+export function createLimitMetrics(registry: Registry) {
+  return {
+    refused: new Counter({
+      name: 'sync_rate_limited_total',
+      help: 'Requests refused with 429 by a limiter (account: request limits; oauth_token, admin: repeated failed sign-ins)',
+      labelNames: ['limiter'],
+      registers: [registry],
+    }),
+    unavailable: new Counter({
+      name: 'sync_rate_limit_unavailable_total',
+      help: 'Requests let through unchecked because the limiter could not ask Redis (it is protection; Redis is a transport)',
+      labelNames: ['limiter'],
+      registers: [registry],
+    }),
+  };
+}
+
+export type LimitMetrics = ReturnType<typeof createLimitMetrics>;
 
 export function createJobMetrics(registry: Registry) {
   return {

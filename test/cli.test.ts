@@ -1,23 +1,10 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningApi, startApi } from '../api/server.js';
 import { migrate } from '../platform/migrator.js';
+import { CLI_TIMEOUT, type CliResult, runCli } from './support/cli.js';
 import { dropDatabase, httpRequest, POSTGRES_URL, testConfig, uniqueName } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
-// Each spawn compiles the CLI with tsx and migrates: allow a slow machine plenty of time.
-const CLI_TIMEOUT = 60_000;
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 const databaseName = uniqueName('cs_cli');
 
@@ -26,21 +13,7 @@ function cli(...args: string[]): Promise<CliResult> {
 }
 
 function cliOn(database: string, ...args: string[]): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(
-      TSX,
-      ['bin/cli.ts', ...args],
-      {
-        cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: `${POSTGRES_URL}/${database}`, LOG_LEVEL: 'silent' },
-        timeout: CLI_TIMEOUT,
-      },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
+  return runCli(`${POSTGRES_URL}/${database}`, ...args);
 }
 
 const lines = (text: string) => text.split('\n').filter((line) => line !== '');
@@ -146,6 +119,9 @@ describe('when the CLI manages clients', { timeout: 4 * CLI_TIMEOUT }, () => {
     ['revoke-client without --client-id', ['revoke-client']],
     ['create-client without --account', ['create-client']],
     ['an unknown command', ['frobnicate']],
+    ['set-limit for an unknown account', ['set-limit', '--account', 'no-such-shop', '--rps', '10', '--burst', '0']],
+    ['set-limit without --burst', ['set-limit', '--account', 'shop-a', '--rps', '10']],
+    ['set-limit with --rps 0', ['set-limit', '--account', 'shop-a', '--rps', '0', '--burst', '0']],
   ])('should exit non-zero with a message on stderr for %s', async (_case, args) => {
     const result = await cli(...args);
     expect(result.code).not.toBe(0);

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type pg from 'pg';
 import { z } from 'zod';
+import type { RequestLimiter } from '../../auth/request-limiter.js';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
 import { parseEnvelope } from '../../catalogue/envelope.schema.js';
 import { languageWriteSchema } from '../../catalogue/language.schema.js';
@@ -14,6 +15,7 @@ import type { PreparedWriter } from '../../sync/prepared-write.js';
 import { type AppContext, type AppState, principalOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
+import { requestLimitMiddleware } from '../middleware/request-limit.middleware.js';
 import { addBulkRoutes } from './bulk.router.js';
 
 export interface V1Dependencies {
@@ -22,6 +24,8 @@ export interface V1Dependencies {
   verifier: TokenVerifier;
   notifier: OutboxNotifier;
   writer: PreparedWriter;
+  /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
+  limiter: RequestLimiter | undefined;
 }
 
 const profileQuerySchema = z
@@ -31,9 +35,9 @@ const profileQuerySchema = z
   })
   .strict();
 
-export function v1Router({ db, copyPool, verifier, notifier, writer }: V1Dependencies) {
+export function v1Router({ db, copyPool, verifier, notifier, writer, limiter }: V1Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v1' });
-  router.use(bearerMiddleware(verifier));
+  router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
   const body = bodyMiddleware();
   const context = (ctx: AppContext) => {
     const principal = principalOf(ctx);

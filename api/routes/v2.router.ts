@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import type pg from 'pg';
+import type { RequestLimiter } from '../../auth/request-limiter.js';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
 import { parseEnvelope } from '../../catalogue/envelope.schema.js';
 import { languageV2WriteSchema } from '../../catalogue/language.schema.js';
@@ -28,6 +29,7 @@ import type { PreparedWriter } from '../../sync/prepared-write.js';
 import { type AppContext, type AppState, principalOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
+import { requestLimitMiddleware } from '../middleware/request-limit.middleware.js';
 import { registerV2Paths } from '../openapi/v2.openapi.js';
 import { registerOpenApi } from '../openapi.js';
 import { addBulkRoutes } from './bulk.router.js';
@@ -38,6 +40,8 @@ export interface V2Dependencies {
   verifier: TokenVerifier;
   notifier: OutboxNotifier;
   writer: PreparedWriter;
+  /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
+  limiter: RequestLimiter | undefined;
 }
 
 registerOpenApi('v2', registerV2Paths);
@@ -54,9 +58,9 @@ export const V2_DELETABLE = RECORD_KINDS;
  * attribute definitions, bulk files of v2 bodies. Routes come from the catalogue's tables: a new kind
  * or link is a row there, not a route here.
  */
-export function v2Router({ db, copyPool, verifier, notifier, writer }: V2Dependencies) {
+export function v2Router({ db, copyPool, verifier, notifier, writer, limiter }: V2Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v2' });
-  router.use(bearerMiddleware(verifier));
+  router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
   const body = bodyMiddleware();
   const writing = (ctx: AppContext): WriteContext => {
     const principal = principalOf(ctx);

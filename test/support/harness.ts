@@ -73,6 +73,9 @@ export function testConfig(databaseName: string, overrides: Record<string, strin
     QUEUE_PREFIX: uniqueName('tq'),
     ADMIN_PASSWORD: 'test-admin-password',
     WORKER_CONCURRENCY: '2',
+    // Request limits stay on (their cost and headers are part of every test) but out of reach;
+    // test/limits.test.ts sets its own.
+    RATE_LIMIT_RPS: '100000',
     ...overrides,
   });
 }
