@@ -5,6 +5,7 @@ import Koa from 'koa';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { RequestLimiter } from '../auth/request-limiter.js';
+import { SignInGuard } from '../auth/sign-in.guard.js';
 import type { TokenVerifier } from '../auth/token-verifier.js';
 import type { Config } from '../platform/config.js';
 import type { Database } from '../platform/db.js';
@@ -37,7 +38,10 @@ export interface AppDependencies {
 }
 
 export function createApp(deps: AppDependencies): Koa<AppState> {
-  const app = new Koa<AppState>({ proxy: false });
+  // Behind TRUST_PROXY_HOPS proxies the client's address is the one the outermost of them saw (the first
+  // of the last TRUST_PROXY_HOPS entries of X-Forwarded-For; sign-in limits count per address); with none,
+  // it is the peer's, and X-Forwarded-For is ignored (anyone can send it).
+  const app = new Koa<AppState>({ proxy: deps.config.TRUST_PROXY_HOPS > 0, maxIpsCount: deps.config.TRUST_PROXY_HOPS });
   // Errors are answered by errorMiddleware; Koa's own handler would only log them twice.
   app.silent = true;
 
@@ -60,10 +64,23 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
         },
       })
     : undefined;
+  const signInGuard = (name: 'oauth_token' | 'admin') =>
+    new SignInGuard(deps.redis, {
+      prefix: deps.config.QUEUE_PREFIX,
+      name,
+      subjectLimit: deps.config.AUTH_FAILURE_LIMIT,
+      addressLimit: deps.config.AUTH_ADDRESS_FAILURE_LIMIT,
+      windowS: deps.config.AUTH_FAILURE_WINDOW_S,
+      onRefused: () => metrics.limits.refused.inc({ limiter: name }),
+      onUnavailable: (error) => {
+        metrics.limits.unavailable.inc({ limiter: name });
+        deps.logger.debug({ err: error.message, limiter: name }, 'sign-in limit not checked');
+      },
+    });
   app.use(requestLogMiddleware(deps.logger, metrics.http));
   app.use(errorMiddleware);
   // Before every router and the dashboard, so nothing under /admin is reachable without credentials.
-  app.use(adminAreaMiddleware(deps.config.ADMIN_USER, deps.config.ADMIN_PASSWORD));
+  app.use(adminAreaMiddleware(deps.config.ADMIN_USER, deps.config.ADMIN_PASSWORD, signInGuard('admin')));
   app.use(queueDashboardMiddleware(deps.queues));
 
   const interfaceDeps = { db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier, writer: deps.writer };
@@ -72,7 +89,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
   const root = new Router<AppState>();
   for (const router of [
     healthRouter(deps.db, deps.redis),
-    oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS),
+    oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS, signInGuard('oauth_token')),
     v1Router({ ...interfaceDeps, limiter }),
     v2Router({ ...interfaceDeps, limiter }),
     adminRouter({ config: deps.config, db: deps.db, queues: deps.queues, notifier: deps.notifier }),

@@ -1,12 +1,13 @@
 import type { Redis } from 'ioredis';
 import { BurstyRateLimiter, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { withinMs } from '../platform/redis.js';
 import type { RequestLimit } from './token-verifier.js';
 
 /** The window of the burst allowance: `burst` requests over the per-second rate, per minute. */
 export const BURST_WINDOW_S = 60;
 
 /** How long a request waits for Redis before it is let through (a hung Redis must not hang the API). */
-const REDIS_TIMEOUT_MS = 500;
+export const REDIS_TIMEOUT_MS = 500;
 
 /** What one request learnt about its account's limit: the `RateLimit-*` headers and whether it may go on. */
 export interface LimitVerdict {
@@ -61,14 +62,8 @@ export class RequestLimiter {
   /** Counts one request of `accountId`; null when Redis could not be asked (the request goes on, unlimited). */
   async consume(accountId: number, limit: RequestLimit | null): Promise<LimitVerdict | null> {
     const entry = this.limiterFor(limit ?? this.options.defaults);
-    let timer: NodeJS.Timeout | undefined;
     try {
-      const res = await Promise.race([
-        entry.limiter.consume(accountId),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`Redis did not answer within ${REDIS_TIMEOUT_MS} ms`)), REDIS_TIMEOUT_MS);
-        }),
-      ]);
+      const res = await withinMs(entry.limiter.consume(accountId), REDIS_TIMEOUT_MS);
       return verdict(entry, res, true);
     } catch (caught) {
       // The library refuses with its result object when over the limit, and with an Error when the store failed.
@@ -78,8 +73,6 @@ export class RequestLimiter {
       }
       this.options.onUnavailable(caught as Error);
       return null;
-    } finally {
-      clearTimeout(timer);
     }
   }
 

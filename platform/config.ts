@@ -74,6 +74,14 @@ const environmentSchema = z.object({
   RATE_LIMIT_ENABLED: boolean(true),
   RATE_LIMIT_RPS: integer(200, 1, 1_000_000),
   RATE_LIMIT_BURST: integer(1_000, 0, 100_000_000),
+  // Failed sign-ins (token endpoint, admin Basic; auth/sign-in.guard.ts): after AUTH_FAILURE_LIMIT failures for
+  // one client id (or admin user), or AUTH_ADDRESS_FAILURE_LIMIT from one address, within AUTH_FAILURE_WINDOW_S,
+  // attempts get 429 until the window ends.
+  AUTH_FAILURE_LIMIT: integer(10, 1, 1_000_000),
+  AUTH_ADDRESS_FAILURE_LIMIT: integer(30, 1, 1_000_000),
+  AUTH_FAILURE_WINDOW_S: integer(60, 1, 86_400),
+  // Reverse proxies in front of the API that append to X-Forwarded-For (0: the peer is the client).
+  TRUST_PROXY_HOPS: integer(0, 0, 10),
   QUEUE_PREFIX: optionalString.transform((value) => value ?? 'sync'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])

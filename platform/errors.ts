@@ -90,7 +90,8 @@ export class UnauthorizedError extends AppError {
   }
 }
 
-export type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'server_error';
+/** RFC 6749 5.2 codes, and `slow_down` (RFC 8628 3.5, registered for the token endpoint) for too many failed attempts. */
+export type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'slow_down' | 'server_error';
 
 export class OAuthError extends AppError {
   constructor(
@@ -136,6 +137,18 @@ export class AdminUnauthorizedError extends AppError {
   override readonly headers = { 'WWW-Authenticate': 'Basic realm="admin", charset="UTF-8"' };
   constructor() {
     super('Admin credentials are required');
+  }
+  body() {
+    return { error: this.message };
+  }
+}
+
+/** Too many failed admin sign-ins from this address or for this user (auth/sign-in.guard.ts). */
+export class AdminSignInBlockedError extends AppError {
+  readonly status = 429;
+  constructor(retryAfterS: number) {
+    super(`Too many failed sign-ins: retry after ${retryAfterS} s`);
+    this.headers['Retry-After'] = String(retryAfterS);
   }
   body() {
     return { error: this.message };

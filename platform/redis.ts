@@ -13,3 +13,17 @@ export function createRedis(url: string, role: 'producer' | 'worker', extra: Red
     ...extra,
   });
 }
+
+/**
+ * `promise`, or a rejection once `ms` have passed: for calls on the request
+ * path that must not wait for a Redis that is connected but not answering.
+ */
+export function withinMs<T>(promise: Promise<T>, ms: number, what = 'Redis'): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

@@ -14,7 +14,7 @@ import { errors, json, messageErrorSchema, pathParams, plainErrorSchema, SECURIT
 export function registerAdminPaths(registry: OpenAPIRegistry): void {
   const tags = ['admin'];
   const security = SECURITY.admin;
-  const ADMIN = ['adminUnauthorized', 'adminDisabled', 'serverError'] as const;
+  const ADMIN = ['adminUnauthorized', 'adminSignInBlocked', 'adminDisabled', 'serverError'] as const;
   const adminErrors = errors(...ADMIN);
 
   registry.registerPath({
@@ -39,7 +39,7 @@ export function registerAdminPaths(registry: OpenAPIRegistry): void {
     request: { query: auditQuerySchema },
     responses: {
       200: { description: 'A page of entries', content: json(auditPageSchema) },
-      ...errors('badRequest', 'adminUnauthorized', 'serverError'),
+      ...errors('badRequest', 'adminUnauthorized', 'adminSignInBlocked', 'serverError'),
       503: { description: 'ADMIN_PASSWORD is not set, or the audit log is being written (retry)', content: json(plainErrorSchema) },
     },
   });

@@ -47,7 +47,7 @@ export const serverErrorSchema = z
 
 export const oauthErrorSchema = z
   .object({
-    error: z.enum(['invalid_request', 'invalid_client', 'unsupported_grant_type', 'server_error']),
+    error: z.enum(['invalid_request', 'invalid_client', 'unsupported_grant_type', 'slow_down', 'server_error']),
     error_description: z.string(),
   })
   .openapi('OAuthError', { description: 'RFC 6749 5.2 error response' });
@@ -98,6 +98,15 @@ export const ERROR_RESPONSES = {
     response: {
       description: 'Missing or wrong admin credentials (bearer tokens never open /admin)',
       headers: { 'WWW-Authenticate': header('`Basic realm="admin", charset="UTF-8"`') },
+      content: json(plainErrorSchema),
+    },
+  },
+  adminSignInBlocked: {
+    status: 429,
+    response: {
+      description:
+        'Too many failed sign-ins for this user or from this address lately; the credentials were not looked at. Retry after `Retry-After` seconds.',
+      headers: { 'Retry-After': header('Seconds to wait') },
       content: json(plainErrorSchema),
     },
   },

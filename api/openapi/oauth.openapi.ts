@@ -59,6 +59,12 @@ export function registerOAuthPaths(registry: OpenAPIRegistry): void {
         content: json(oauthErrorSchema),
       },
       413: { description: '`invalid_request`: the body is larger than 1 MiB', headers: noStore, content: json(oauthErrorSchema) },
+      429: {
+        description:
+          '`slow_down`: too many failed attempts for this client id or from this address lately (AUTH_FAILURE_LIMIT, AUTH_ADDRESS_FAILURE_LIMIT per AUTH_FAILURE_WINDOW_S); the credentials were not looked at. Retry after `Retry-After` seconds.',
+        headers: { ...noStore, 'Retry-After': { schema: { type: 'integer', minimum: 1 }, description: 'Seconds to wait' } },
+        content: json(oauthErrorSchema),
+      },
       500: { description: 'Unexpected failure', content: json(serverErrorSchema) },
       503: ERROR_RESPONSES.unavailable.response,
     },

@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import { issueToken } from '../../auth/auth.service.js';
+import type { SignInGuard } from '../../auth/sign-in.guard.js';
 import type { Database } from '../../platform/db.js';
 import { OAuthError } from '../../platform/errors.js';
 import type { AppContext, AppState } from '../context.js';
@@ -49,7 +50,30 @@ function readCredentials(ctx: AppContext, body: Record<string, unknown>): Client
   return { clientId: bodyId!, clientSecret: bodySecret!, usedBasic: false };
 }
 
-export function oauthRouter(db: Database, tokenTtlSeconds: number) {
+/**
+ * Client authentication under the sign-in guard: refused (429 `slow_down`,
+ * RFC 8628 3.5) before the secret is looked at while the client id or the
+ * address has too many recent failures; an `invalid_client` is counted.
+ */
+async function guarded<T>(guard: SignInGuard | undefined, clientId: string, address: string, authenticate: () => Promise<T>): Promise<T> {
+  if (!guard) return authenticate();
+  const wait = await guard.refusal(clientId, address);
+  if (wait !== null) {
+    throw new OAuthError(429, 'slow_down', `Too many failed attempts for this client or from this address: retry after ${wait} s`, {
+      'Retry-After': String(wait),
+    });
+  }
+  try {
+    const result = await authenticate();
+    await guard.succeeded(clientId, address);
+    return result;
+  } catch (error) {
+    if (error instanceof OAuthError && error.code === 'invalid_client') await guard.failed(clientId, address);
+    throw error;
+  }
+}
+
+export function oauthRouter(db: Database, tokenTtlSeconds: number, guard: SignInGuard | undefined) {
   const router = new Router<AppState>();
   router.post(
     '/oauth/token',
@@ -71,7 +95,9 @@ export function oauthRouter(db: Database, tokenTtlSeconds: number) {
         throw new OAuthError(400, 'unsupported_grant_type', 'Only the client_credentials grant is supported');
       }
       const credentials = readCredentials(ctx, body);
-      const token = await issueToken(db, credentials.clientId, credentials.clientSecret, tokenTtlSeconds, credentials.usedBasic);
+      const token = await guarded(guard, credentials.clientId, ctx.ip, () =>
+        issueToken(db, credentials.clientId, credentials.clientSecret, tokenTtlSeconds, credentials.usedBasic),
+      );
       ctx.set('Cache-Control', 'no-store');
       ctx.set('Pragma', 'no-cache');
       ctx.body = token;

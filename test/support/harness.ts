@@ -76,6 +76,9 @@ export function testConfig(databaseName: string, overrides: Record<string, strin
     // Request limits stay on (their cost and headers are part of every test) but out of reach;
     // test/limits.test.ts sets its own.
     RATE_LIMIT_RPS: '100000',
+    // Likewise the failed sign-in limits: many tests send wrong credentials on purpose (test/sign-in-limits.test.ts sets its own).
+    AUTH_FAILURE_LIMIT: '100000',
+    AUTH_ADDRESS_FAILURE_LIMIT: '100000',
     ...overrides,
   });
 }

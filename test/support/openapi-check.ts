@@ -115,9 +115,10 @@ export async function checkResponse(
     const sibling = METHODS.map(match).find(Boolean);
     if (!sibling) {
       // No path of the document: only the plain 404 of an unknown path is expected there, or, anywhere
-      // under /admin, the guard's 401 (it answers before any route is looked up).
+      // under /admin, the guard's 401 or 429 (it answers before any route is looked up).
       if (response.status === 404 && JSON.stringify(response.body) === '{"error":"Not found"}') return;
       if (response.status === 401 && /^\/admin(\/|$)/i.test(path) && response.headers.get('www-authenticate')?.startsWith('Basic')) return;
+      if (response.status === 429 && /^\/admin(\/|$)/i.test(path) && response.headers.get('retry-after')) return;
       return fail('no operation has this path');
     }
     if (response.status !== 405) return fail(`the path has no ${method.toUpperCase()} operation`);
