@@ -84,9 +84,21 @@ export async function bulkJobProgress(db: CommonQueryMethods, jobId: string) {
   `);
 }
 
-/** The language a bulk job writes to; null when there is no such job. */
-export async function bulkJobLanguage(db: CommonQueryMethods, jobId: string): Promise<number | null> {
-  return db.maybeOneFirst(sql.type(z.object({ lang_key: z.number() }))`SELECT lang_key FROM bulk_jobs WHERE id = ${jobId}`);
+const bulkJobTurnRow = z.object({ lang_key: z.number(), in_turn: z.boolean() });
+
+/**
+ * The language a bulk job writes to, and whether it is its account's turn:
+ * an account's files are applied one at a time, oldest first, so accounts
+ * take turns file against file (fair share). Null when there is no such job.
+ */
+export async function bulkJobTurn(db: CommonQueryMethods, jobId: string): Promise<z.infer<typeof bulkJobTurnRow> | null> {
+  return db.maybeOne(sql.type(bulkJobTurnRow)`
+    SELECT j.lang_key, NOT EXISTS (
+      SELECT 1 FROM bulk_jobs o
+      WHERE o.status IN ('queued', 'running') AND o.account_id = j.account_id AND (o.created_at, o.id) < (j.created_at, j.id)
+    ) AS in_turn
+    FROM bulk_jobs j WHERE j.id = ${jobId}
+  `);
 }
 
 export async function lockBulkJob(tx: DatabaseTransactionConnection, jobId: string): Promise<BulkJobRow | null> {
@@ -213,9 +225,20 @@ export async function listBulkErrors(db: CommonQueryMethods, jobId: string, afte
   `);
 }
 
-export async function unfinishedBulkJobs(db: CommonQueryMethods, limit: number): Promise<readonly string[]> {
+/**
+ * The unfinished files whose turn it is: each account's oldest (see
+ * bulkJobTurn), oldest first. The sweeper queues a slice of each, so the
+ * bulk queue holds one slice per account and serves accounts in turn.
+ */
+export async function bulkJobsInTurn(db: CommonQueryMethods, limit: number): Promise<readonly string[]> {
   return db.anyFirst(sql.type(z.object({ id: z.string() }))`
-    SELECT id FROM bulk_jobs WHERE status IN ('queued', 'running') ORDER BY created_at LIMIT ${limit}
+    SELECT id FROM (
+      SELECT DISTINCT ON (account_id) id, created_at FROM bulk_jobs
+      WHERE status IN ('queued', 'running')
+      ORDER BY account_id, created_at, id
+    ) oldest
+    ORDER BY created_at, id
+    LIMIT ${limit}
   `);
 }
 

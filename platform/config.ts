@@ -82,6 +82,8 @@ const environmentSchema = z.object({
   AUTH_FAILURE_WINDOW_S: integer(60, 1, 86_400),
   // Reverse proxies in front of the API that append to X-Forwarded-For (0: the peer is the client).
   TRUST_PROXY_HOPS: integer(0, 0, 10),
+  // How long one applier run of a language lasts at most before the language queues for its next turn (fair share).
+  APPLIER_RUN_MS: integer(1_000, 50, 600_000),
   QUEUE_PREFIX: optionalString.transform((value) => value ?? 'sync'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])

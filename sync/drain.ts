@@ -26,7 +26,11 @@ export interface DrainOptions {
    * applied in slices, one transaction each.
    */
   sliceSize?: number;
-  /** Stop after this long; whatever is left is picked up by the next job. */
+  /**
+   * Stop after this long (APPLIER_RUN_MS); whatever is left is picked up by
+   * the next job, queued behind other languages' waiting work (fair share,
+   * docs/consistency.md).
+   */
   budgetMs?: number;
   /** An entry that fails this many times is set aside as failed (sync-status `failed`). */
   maxEntryAttempts?: number;
@@ -40,7 +44,11 @@ const BATCH_PAYLOAD_BYTES = 8 * 1024 * 1024;
 export interface DrainResult {
   applied: number;
   busy: boolean;
+  /** The run's budget ran out with changes left: the language needs another turn. */
+  more: boolean;
 }
+
+export const DEFAULT_RUN_MS = 1_000;
 
 export class EntryFailedError extends Error {}
 
@@ -63,22 +71,24 @@ export async function drainLanguage(db: Database, langKey: number, logger: Logge
     maxAttempts: options.maxEntryAttempts ?? 3,
     after: 0,
   };
-  const deadline = Date.now() + (options.budgetMs ?? 5_000);
+  const deadline = Date.now() + (options.budgetMs ?? DEFAULT_RUN_MS);
   let applied = 0;
+  let more = false;
   while (Date.now() < deadline) {
     const horizon = await readHorizon(db, langKey);
     let progressed = false;
     for (;;) {
       const outcome = await applyBatch(drain, horizon);
-      if (outcome === 'busy') return { applied, busy: true };
+      if (outcome === 'busy') return { applied, busy: true, more: false };
       applied += outcome.completed;
+      more = outcome.more;
       if (!outcome.progressed) break;
       progressed = true;
       if (!outcome.more || Date.now() >= deadline) break;
     }
     if (!progressed) break;
   }
-  return { applied, busy: false };
+  return { applied, busy: false, more: more && Date.now() >= deadline };
 }
 
 /** One drain of one language. */

@@ -5,6 +5,16 @@
  * collapsing them loses nothing.
  */
 
+/**
+ * BullMQ takes jobs without a priority first, then prioritized ones. Wake-ups
+ * after single writes (a client is waiting for those effects) have none;
+ * background wake-ups (a language's next turn after a run that used its whole
+ * budget, a bulk file's effects, the sweeper's safety net) have this one, so
+ * they queue behind every waiting single write, and take turns among
+ * themselves in the order they were queued.
+ */
+export const BACKGROUND_PRIORITY = 1;
+
 /** Writes of one language within this many milliseconds wake its applier once. */
 export const WAKE_WINDOW_MS = 50;
 /** The sweeper re-creates apply jobs at most once per language per this many milliseconds. */
@@ -17,7 +27,19 @@ const windowOf = (now: number, ms: number) => Math.floor(now / ms);
 export const jobIds = {
   /** apply-outbox after a commit (outbox.notifier.ts). */
   applyAfterWrite: (langKey: number, now = Date.now()) => `apply-${langKey}-${windowOf(now, WAKE_WINDOW_MS)}`,
-  /** apply-outbox from the sweeper (sweeper.ts): a different id, so a finished wake-up job does not hide it. */
+  /** apply-outbox in the background (BACKGROUND_PRIORITY): a language's next turn, a bulk file's effects. */
+  applyInBackground: (langKey: number, now = Date.now()) => `apply-${langKey}-bg-${windowOf(now, WAKE_WINDOW_MS)}`,
+  /** apply-outbox again after the applier was busy (outbox.notifier.ts). */
+  applyAgain: (langKey: number, now = Date.now()) => `apply-${langKey}-again-${windowOf(now, WAKE_WINDOW_MS)}`,
+  /**
+   * BullMQ deduplication id of a language's wake-ups (outbox.notifier.ts): while one waits, others are dropped;
+   * while one runs, the last is kept and queued when it ends. So one language never has more than two jobs.
+   */
+  applyDeduplication: (langKey: number) => `apply-${langKey}`,
+  /**
+   * apply-outbox from the sweeper (sweeper.ts): a different id, so a finished wake-up job does not hide it,
+   * and not deduplicated: the safety net must not depend on the state of another job.
+   */
   applyFromSweep: (langKey: number, now = Date.now()) => `apply-${langKey}-sweep-${windowOf(now, SWEEP_APPLY_WINDOW_MS)}`,
   /** process-bulk right after the upload. */
   bulkStart: (bulkJobId: string) => `bulk-${bulkJobId}-start`,

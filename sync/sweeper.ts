@@ -1,11 +1,11 @@
 import type { Queue } from 'bullmq';
-import { unfinishedBulkJobs } from '../bulk/bulk.repository.js';
+import { bulkJobsInTurn } from '../bulk/bulk.repository.js';
 import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import type { QueueKey } from '../platform/queue.js';
 import { listLanguagesPendingPurge } from '../records/language.repository.js';
 import { languagesWithPendingChanges } from './applier.repository.js';
-import { jobIds } from './job-ids.js';
+import { BACKGROUND_PRIORITY, jobIds } from './job-ids.js';
 
 /** How often each worker process sweeps. */
 export const SWEEP_INTERVAL_MS = 250;
@@ -64,9 +64,16 @@ export class Sweeper {
   private async sweepOnce(): Promise<void> {
     try {
       for (const langKey of await languagesWithPendingChanges(this.db)) {
-        await this.queues.effects.add('apply-outbox', { langKey }, { jobId: jobIds.applyFromSweep(langKey) });
+        // In the background: wake-ups after writes are never missed (one that comes while the language's applier
+        // runs is kept for after it), so this only catches ones lost with Redis or an API process, and must not
+        // give a busy language extra turns ahead of quiet ones.
+        await this.queues.effects.add(
+          'apply-outbox',
+          { langKey },
+          { jobId: jobIds.applyFromSweep(langKey), priority: BACKGROUND_PRIORITY },
+        );
       }
-      for (const bulkJobId of await unfinishedBulkJobs(this.db, 100)) {
+      for (const bulkJobId of await bulkJobsInTurn(this.db, 100)) {
         await this.queues.bulk.add('process-bulk', { bulkJobId }, { jobId: jobIds.bulkSlice(bulkJobId) });
       }
       for (const langKey of await listLanguagesPendingPurge(this.db, 100)) {

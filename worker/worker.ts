@@ -50,7 +50,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     db,
     logger,
     notifier: new OutboxNotifier(queues.effects, logger),
-    drainOptions: { sliceSize: config.APPLIER_SLICE_SIZE },
+    drainOptions: { sliceSize: config.APPLIER_SLICE_SIZE, budgetMs: config.APPLIER_RUN_MS },
     maxEffectsBacklog: config.BULK_MAX_EFFECTS_BACKLOG,
   };
 

@@ -1,13 +1,13 @@
 import type { Job } from 'bullmq';
 import { UnrecoverableError } from 'bullmq';
-import { bulkJobLanguage, bulkJobProgress, refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
+import { bulkJobProgress, bulkJobTurn, refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
 import { applyBulkBatch } from '../../bulk/bulk.service.js';
 import type { Database } from '../../platform/db.js';
 import { languageBacklog } from '../../sync/status.repository.js';
 import type { Processor } from './processor.js';
 
 const BATCH = 1_000;
-/** A slice of work per job; the sweeper queues the next slice behind other shops' files. */
+/** A slice of work per job; the sweeper queues the next slice behind other accounts' files (one file per account at a time). */
 const SLICE_MS = 2_000;
 
 /** How often a file waiting for its language's applier looks again. */
@@ -24,7 +24,10 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
   if (typeof bulkJobId !== 'string') throw new UnrecoverableError('process-bulk needs a bulkJobId');
   const deadline = Date.now() + SLICE_MS;
   let applied = 0;
-  let langKey = (await bulkJobLanguage(db, bulkJobId)) ?? undefined;
+  const turn = await bulkJobTurn(db, bulkJobId);
+  // An earlier file of the same account goes first; the sweeper queues this one once that is done.
+  if (turn && !turn.in_turn) return { bulkJobId, applied: 0, done: false, waiting: 'an earlier file of the account' };
+  let langKey = turn?.lang_key;
   while (Date.now() < deadline) {
     if (langKey !== undefined && !(await effectsCaughtUp(db, langKey, maxEffectsBacklog, deadline))) break;
     const result = await applyBulkBatch(db, bulkJobId, BATCH, logger);
@@ -36,7 +39,7 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
       );
     }
     langKey = result.langKey;
-    if (langKey !== undefined) notifier.notify(langKey, job.data.requestId);
+    if (langKey !== undefined) notifier.notify(langKey, job.data.requestId, true);
     await reportProgress(job, db, bulkJobId);
     if (result.done) return { bulkJobId, applied, done: true };
   }
