@@ -66,9 +66,11 @@ export type CustomAttribute = { name: string } & Partial<{
  * `custom_attributes` of v2 products and categories: names unique in the
  * array; a write that sends the array replaces the stored one as a whole.
  */
+export const MAX_CUSTOM_ATTRIBUTES = 1_000;
+
 export const customAttributesSchema = z
   .array(attributeSchema)
-  .max(1_000)
+  .max(MAX_CUSTOM_ATTRIBUTES)
   .superRefine((attributes, ctx) => {
     const seen = new Set<string>();
     attributes.forEach((attribute, index) => {
@@ -77,4 +79,6 @@ export const customAttributesSchema = z
       }
       seen.add(attribute.name);
     });
-  });
+  })
+  // The refinement hides the array's bound from the document generator: stated again here.
+  .openapi({ maxItems: MAX_CUSTOM_ATTRIBUTES });

@@ -19,7 +19,19 @@ export const idSchema = z
   .transform((value) => String(value))
   .pipe(z.string().min(1).max(255));
 
-export const idListSchema = z.array(idSchema);
+/**
+ * The most items any list in a body may hold (id lists, order lines, tags):
+ * what one change costs the applier grows with its lists (every id a stub, a
+ * link or an unlink, applied in slices), so it is bounded here, not only by
+ * the 1 MiB body. 100,000 ids of a product's categories are applied and
+ * tested (test/huge-lists.test.ts).
+ */
+export const MAX_LIST_ITEMS = 100_000;
+
+/** A list in a record, at most MAX_LIST_ITEMS long (400 invalid_parameters beyond). */
+export const listOf = <T extends z.ZodTypeAny>(item: T) => z.array(item).max(MAX_LIST_ITEMS);
+
+export const idListSchema = listOf(idSchema);
 
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}(?::?\d{2})?)?)?$/i;
 

@@ -1,6 +1,16 @@
 import { z } from 'zod';
 import { customAttributesSchema } from './custom-attribute.schema.js';
-import { dateTimeSchema, emailSchema, finiteNumber, idListSchema, idSchema, textSchema, urlSchema } from './primitives.schema.js';
+import {
+  dateTimeSchema,
+  emailSchema,
+  finiteNumber,
+  idListSchema,
+  idSchema,
+  listOf,
+  MAX_LIST_ITEMS,
+  textSchema,
+  urlSchema,
+} from './primitives.schema.js';
 
 /** The record kinds of SPEC: every one has a v1 write and a v2 write (languages have their own table). */
 export const RECORD_KINDS = ['brand', 'category', 'product', 'variant', 'review', 'profile', 'order', 'shopping_cart'] as const;
@@ -167,7 +177,7 @@ const profileSchema = z
     active: optional(z.boolean()),
     subscribed_to_newsletter: optional(z.boolean()),
     subscribed_to_newsletter_at: optional(dateTimeSchema),
-    tags: optional(z.array(text)),
+    tags: optional(listOf(text)),
     telephone: optional(text),
   })
   .strict();
@@ -176,7 +186,7 @@ const orderSchema = z
   .object({
     id: idSchema,
     profile_id: idSchema,
-    products: z.array(
+    products: listOf(
       z
         .object({
           id: idSchema,
@@ -221,14 +231,17 @@ export const orderLineV2Schema = z
   })
   .strict();
 
-const orderLinesV2Schema = z.array(orderLineV2Schema).superRefine((lines, ctx) => {
-  const seen = new Set<string>();
-  lines.forEach((line, index) => {
-    if (seen.has(line.id))
-      ctx.addIssue({ code: z.ZodIssueCode.custom, path: [index, 'id'], message: 'a product appears in one line only' });
-    seen.add(line.id);
-  });
-});
+const orderLinesV2Schema = listOf(orderLineV2Schema)
+  .superRefine((lines, ctx) => {
+    const seen = new Set<string>();
+    lines.forEach((line, index) => {
+      if (seen.has(line.id))
+        ctx.addIssue({ code: z.ZodIssueCode.custom, path: [index, 'id'], message: 'a product appears in one line only' });
+      seen.add(line.id);
+    });
+  })
+  // The refinement hides the array's bound from the document generator: stated again here.
+  .openapi({ maxItems: MAX_LIST_ITEMS });
 
 const brandV2Schema = z
   .object({
@@ -297,7 +310,7 @@ const profileV2Schema = z
     active: optional(z.boolean()),
     subscribed_to_newsletter: optional(z.boolean()),
     subscribed_to_newsletter_at: optional(dateTimeSchema),
-    tags: optional(z.array(text)),
+    tags: optional(listOf(text)),
     telephone: optional(text),
     unsubscribed: optional(z.boolean()),
     double_opt_in: optional(z.boolean()),
@@ -334,7 +347,7 @@ const shoppingCartV2Schema = z
   .object({
     id: v2IdSchema,
     profile_id: v2IdSchema,
-    product_ids: optional(z.array(v2IdSchema)),
+    product_ids: optional(listOf(v2IdSchema)),
     currency: optional(text),
     price: optional(finiteNumber),
     recovery_url: optional(urlSchema),

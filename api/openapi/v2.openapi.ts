@@ -6,6 +6,7 @@ import {
   attributeDefinitionSchema,
   attributeDefinitionWriteSchema,
 } from '../../catalogue/attribute-definition.schema.js';
+import { MAX_CUSTOM_ATTRIBUTES } from '../../catalogue/custom-attribute.schema.js';
 import { languageSchema, languageV2WriteSchema } from '../../catalogue/language.schema.js';
 import { DEFAULT_PER_PAGE, MAX_EMAILS, MAX_PER_PAGE } from '../../catalogue/list-query.schema.js';
 import {
@@ -481,7 +482,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
                     .object({
                       quantity: z.number().int().nullable().optional(),
                       variant_id: z.string().nullable().optional(),
-                      custom_attributes: z.array(customAttributeSchema).nullable().optional(),
+                      custom_attributes: z.array(customAttributeSchema).max(MAX_CUSTOM_ATTRIBUTES).nullable().optional(),
                     })
                     .strict()
                     .openapi('OrderLineWrite'),
