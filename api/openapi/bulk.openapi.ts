@@ -1,5 +1,7 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { MAX_LINE_BYTES } from '../../bulk/ndjson-copy.transform.js';
 import { bulkListQuerySchema } from '../../catalogue/list-query.schema.js';
+import { MAX_LIST_ITEMS } from '../../catalogue/primitives.schema.js';
 import { STORED_KINDS } from '../../catalogue/record-kinds.js';
 import type { Generation } from '../../records/record.service.js';
 import { errors, json, paginated, pathParams, SECURITY } from './components.js';
@@ -75,7 +77,13 @@ export function registerBulkPaths(registry: OpenAPIRegistry, generation: Generat
       params: languageParams,
       body: {
         required: true,
-        content: { 'application/x-ndjson': { schema: z.string().openapi({ description: 'One JSON object per line' }) } },
+        content: {
+          'application/x-ndjson': {
+            schema: z.string().openapi({
+              description: `One JSON object per line, each at most ${MAX_LINE_BYTES / 1024 / 1024} MiB (a longer line is refused as that line's error and the file goes on); lists in a line hold at most ${MAX_LIST_ITEMS.toLocaleString('en')} items, as in a single write`,
+            }),
+          },
+        },
       },
     },
     responses: {
