@@ -453,7 +453,8 @@ describe('when v1 meets every v2-only field (V2-SURFACE 1.6)', () => {
         company_name: 'Acme',
         custom_attributes: ATTRS,
       },
-      v1: { id: 'u', first_name: 'Ann' },
+      // With its email: a v1 profile write needs it unless the profile exists (CONTRACT 4 rule 9).
+      v1: { id: 'u', first_name: 'Ann', email: 'u@example.test' },
       only: ['unsubscribed', 'double_opt_in', 'is_company', 'is_registered', 'company_name', 'custom_attributes'],
     },
     {
@@ -482,7 +483,8 @@ describe('when v1 meets every v2-only field (V2-SURFACE 1.6)', () => {
   describe.each(ROWS)('when a $kind is written through both', (row) => {
     it.each(row.only)('should refuse %s in a v1 body (400 unknown_parameters)', async (field) => {
       const response = await shop.request('POST', v1Path(row.kind), { [row.kind]: { ...row.v1, [field]: row.v2[field] } });
-      expect(response.status).toBe(400);
+      expect(response.status, response.text).toBe(400);
+      expect(response.body.error, response.text).toHaveProperty('unknown_parameters');
       expect(response.body.error.unknown_parameters).toEqual([field]);
     });
 
