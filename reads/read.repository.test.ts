@@ -76,3 +76,13 @@ describe('when the statement of a v2 list is built', () => {
     expect(values).toContain(250);
   });
 });
+
+describe("when a page's records are read", () => {
+  it('should probe each by its key in a LIMIT 1 lateral, which no statistics can turn into a scan of the kind', () => {
+    const { text } = build({ kind: 'variant' });
+    expect(text).toMatch(
+      /FROM page .*?CROSS JOIN LATERAL \( SELECT id, data, created_at, updated_at FROM records WHERE lang_key = \$slonik_\d+ AND kind = \$slonik_\d+ AND id = page\.id LIMIT 1 \) AS r/,
+    );
+    expect(text).not.toMatch(/JOIN records r ON/);
+  });
+});

@@ -362,7 +362,14 @@ export function listStatement(langKey: number, request: ListRequest) {
     items AS MATERIALIZED (
       SELECT r.created_at, r.id, row_to_json(item)::text AS json
       FROM page
-      JOIN records r ON r.lang_key = ${langKey} AND r.kind = ${kind} AND r.id = page.id
+      -- One primary-key probe per page row, whatever the statistics say: the LIMIT keeps the planner from
+      -- flattening this into a join, which with statistics from before a bulk file (a kind it saw no rows of)
+      -- was planned as a scan of every record of the kind for each page row.
+      CROSS JOIN LATERAL (
+        SELECT id, data, created_at, updated_at FROM records
+        WHERE lang_key = ${langKey} AND kind = ${kind} AND id = page.id
+        LIMIT 1
+      ) AS r
       CROSS JOIN LATERAL (SELECT ${itemColumns(langKey, request.shape)}) AS item
       ORDER BY r.created_at, r.id
       LIMIT ${request.perPage}::int8
