@@ -442,6 +442,22 @@ describe('when a shop pushes from a terminal', { timeout: 2 * CLI_TIMEOUT }, () 
   });
 });
 
+describe('when a shop runs it as `npx commerce-sync` from a clone (package.json bin)', { timeout: CLI_TIMEOUT }, () => {
+  it("should start the clone's own program and print its usage", async () => {
+    const run = await new Promise<Run>((resolve) => {
+      // --no: the clone's own bin, never a package fetched from the registry.
+      execFile(
+        'npx',
+        ['--no', '--', 'commerce-sync', '--help'],
+        { cwd: ROOT, env: { ...process.env, ...credentials }, timeout: CLI_TIMEOUT },
+        (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+      );
+    });
+    expect(run, run.stderr).toMatchObject({ code: 0 });
+    expect(run.stdout).toMatch(/^Usage: commerce-sync/);
+  });
+});
+
 describe('when the command line is used wrongly or cannot reach the service', { timeout: 2 * CLI_TIMEOUT }, () => {
   it.each([
     [['--help']],
