@@ -3,6 +3,22 @@ import { BurstyRateLimiter, RateLimiterRedis, RateLimiterRes } from 'rate-limite
 import { withinMs } from '../platform/redis.js';
 import type { RequestLimit } from './token-verifier.js';
 
+/**
+ * Where the limits keep their counters in Redis, under QUEUE_PREFIX: request
+ * limits (this file) and failed sign-ins (sign-in.guard.ts). `npm run reset`
+ * removes them with the queues.
+ */
+export const limitKeySpaces = (prefix: string) => ({ requests: `${prefix}:limit`, signIns: `${prefix}:signin` });
+
+/** Removes every limit counter of the prefix (a reset: they refer to accounts and clients that are gone). */
+export async function removeLimitCounters(redis: Redis, prefix: string): Promise<void> {
+  for (const space of Object.values(limitKeySpaces(prefix))) {
+    for await (const keys of redis.scanStream({ match: `${space}:*`, count: 1_000 })) {
+      if ((keys as string[]).length > 0) await redis.del(...(keys as string[]));
+    }
+  }
+}
+
 /** The window of the burst allowance: `burst` requests over the per-second rate, per minute. */
 export const BURST_WINDOW_S = 60;
 
@@ -80,7 +96,7 @@ export class RequestLimiter {
     const key = `${rps}:${burst}`;
     let entry = this.limiters.get(key);
     if (entry) return entry;
-    const prefix = `${this.options.prefix}:limit`;
+    const prefix = limitKeySpaces(this.options.prefix).requests;
     // Once an account has used a window's points, this process refuses it from memory until the window ends.
     const steady = new RateLimiterRedis({
       storeClient: this.redis,

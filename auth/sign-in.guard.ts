@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { sha256 } from '../platform/crypto.js';
 import { withinMs } from '../platform/redis.js';
-import { REDIS_TIMEOUT_MS } from './request-limiter.js';
+import { limitKeySpaces, REDIS_TIMEOUT_MS } from './request-limiter.js';
 
 /** How long an address that signed in as a subject is trusted to be that subject's own. */
 const TRUSTED_FOR_S = 7 * 24 * 3_600;
@@ -48,7 +48,7 @@ export class SignInGuard {
     private readonly redis: Redis,
     private readonly options: SignInGuardOptions,
   ) {
-    const prefix = `${options.prefix}:signin:${options.name}`;
+    const prefix = `${limitKeySpaces(options.prefix).signIns}:${options.name}`;
     const limiter = (kind: string, points: number) =>
       new RateLimiterRedis({
         storeClient: redis,

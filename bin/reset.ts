@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { removeLimitCounters } from '../auth/request-limiter.js';
 import { dropDatabaseOf, migrate } from '../platform/migrator.js';
 import { checkPostgres, checkRedis } from '../platform/preflight.js';
 import { createQueues } from '../platform/queue.js';
@@ -7,7 +8,7 @@ import { CONFIGURATION_HELP, configOrExit, startupOrExit } from './run.js';
 
 const USAGE = `Usage: npm run reset -- --yes   (built: node dist/bin/reset.js --yes)
 For development: drops the database of DATABASE_URL and creates it again, migrated and empty (accounts,
-clients and every record are gone), and removes every queue of QUEUE_PREFIX from Redis. Stop the API and
+clients and every record are gone), and removes every queue and limit counter of QUEUE_PREFIX from Redis. Stop the API and
 workers first. Refused when NODE_ENV=production.
 ${CONFIGURATION_HELP}`;
 
@@ -47,10 +48,12 @@ try {
       await queue.obliterate({ force: true });
       await queue.close();
     }
+    // Limit counters and trusted sign-in addresses name accounts and clients of the old database.
+    await removeLimitCounters(redis, config.QUEUE_PREFIX);
   }, 'Reset failed');
 } finally {
   redis.disconnect();
 }
 process.stdout.write(
-  `reset ${new URL(config.DATABASE_URL).pathname.slice(1)}: dropped, created and migrated; queues of prefix "${config.QUEUE_PREFIX}" removed\n`,
+  `reset ${new URL(config.DATABASE_URL).pathname.slice(1)}: dropped, created and migrated; queues and limit counters of prefix "${config.QUEUE_PREFIX}" removed\n`,
 );

@@ -86,7 +86,9 @@ describe('when a development database is reset', { timeout: 120_000 }, () => {
   it('should leave the database migrated and empty, and the queues gone', async () => {
     const result = await reset(env, ['--yes']);
     expect(result, result.stderr).toMatchObject({ code: 0 });
-    expect(result.stdout).toMatch(/^reset cs_test_\w+: dropped, created and migrated; queues of prefix "tq_\w+" removed\n$/);
+    expect(result.stdout).toMatch(
+      /^reset cs_test_\w+: dropped, created and migrated; queues and limit counters of prefix "tq_\w+" removed\n$/,
+    );
     expect(await accounts()).toBe(0);
     expect(await queueKeys()).toEqual([]);
   });
