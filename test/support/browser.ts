@@ -55,7 +55,10 @@ export async function launchBrowser(
     } catch {
       body = undefined;
     }
-    const headers = new Headers(await response.allHeaders());
+    // A response still arriving as the browser closes has nothing left to check (and must not reject unhandled).
+    const all = await response.allHeaders().catch(() => undefined);
+    if (!all) return;
+    const headers = new Headers(all);
     await checkResponse(checkAgainst!, request.method(), request.url(), { status: response.status(), headers, body, text }).catch(
       (error: Error) => problems.push(error.message),
     );
