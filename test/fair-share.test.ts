@@ -45,7 +45,7 @@ async function tokenOf(client: Credentials): Promise<string> {
 beforeAll(async () => {
   env = await startEnvironment({ worker: false });
   const api = await spawnApi(env.config);
-  const worker = await spawnReadyWorker(env.config, { WORKER_CONCURRENCY: process.env['FS_CONC'] ?? '2' });
+  const worker = await spawnReadyWorker(env.config);
   children.push(api.child, worker.child);
   base = api.baseUrl;
   [tokenA, tokenB] = await Promise.all([tokenOf(await env.newClient()), tokenOf(await env.newClient())]);
