@@ -3,11 +3,23 @@ import { z } from 'zod';
 import type { StoredKind } from '../catalogue/record-kinds.js';
 import { type StoredRecord, storedRecord } from '../sync/write.repository.js';
 
+/**
+ * A live record by its key. The key is looked up first and `live` checked on
+ * the one row found (OFFSET 0 keeps the planner from merging the two): with
+ * `live` in the same WHERE, statistics from before a bulk file (no profiles
+ * yet) made the partial email index look cheaper than the primary key, and
+ * each lookup filtered every profile of the language.
+ */
 export async function findLiveRecord(db: CommonQueryMethods, langKey: number, kind: StoredKind, id: string): Promise<StoredRecord | null> {
   return db.maybeOne(sql.type(storedRecord)`
     SELECT id, data, created_at, updated_at
-    FROM records
-    WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ${id} AND live
+    FROM (
+      SELECT id, data, created_at, updated_at, live
+      FROM records
+      WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ${id}
+      OFFSET 0
+    ) keyed
+    WHERE live
   `);
 }
 
