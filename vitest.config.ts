@@ -6,7 +6,8 @@ export default defineConfig({
     pool: 'forks',
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Closing a test's API, workers and database waits for jobs in flight; on a loaded 2-core machine that took over a minute.
+    hookTimeout: 120_000,
     reporters: ['default'],
   },
 });

@@ -264,7 +264,7 @@ describe('when a worker runs jobs', () => {
 });
 
 describe('when the worker metrics port is taken', () => {
-  it('should still start, on a free port, and close that server with the worker', async () => {
+  it('should still start, on a free port, and close that server with the worker', { timeout: 90_000 }, async () => {
     const stack = await startStack();
     const blocker = net.createServer();
     const taken = await freePort();
