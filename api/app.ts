@@ -83,7 +83,19 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
   app.use(adminAreaMiddleware(deps.config.ADMIN_USER, deps.config.ADMIN_PASSWORD, signInGuard('admin')));
   app.use(queueDashboardMiddleware(deps.queues));
 
-  const interfaceDeps = { db: deps.db, copyPool: deps.copyPool, verifier: deps.verifier, notifier: deps.notifier, writer: deps.writer };
+  const uploads = {
+    perAccount: deps.config.BULK_UPLOADS_PER_ACCOUNT,
+    idleTimeoutMs: deps.config.BULK_IDLE_TIMEOUT_MS,
+    maxBytes: deps.config.BULK_MAX_BYTES,
+  };
+  const interfaceDeps = {
+    db: deps.db,
+    copyPool: deps.copyPool,
+    verifier: deps.verifier,
+    notifier: deps.notifier,
+    writer: deps.writer,
+    uploads,
+  };
   // One router for every interface: a request is matched once, and runs through one routing middleware
   // and one allowedMethods instead of a pair per interface.
   const root = new Router<AppState>();

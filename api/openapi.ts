@@ -76,9 +76,12 @@ function addRequestLimits(operation: NonNullable<NonNullable<OpenApiDocument['pa
     // A copy: generated response objects may be shared between operations.
     if (status !== '401') responses[status] = { ...response, headers: { ...response.headers, ...RATE_LIMIT_HEADERS } };
   }
+  // An operation's own 429 (the bulk upload's limit of uploads in progress) keeps its description beside this one.
+  const own = (responses['429'] as { description?: string } | undefined)?.description;
+  const overLimit =
+    'The account is over its request limit (`RateLimit-Policy`: requests per second, and a burst allowance per minute on top). Retry after `Retry-After` seconds.';
   responses['429'] = {
-    description:
-      'The account is over its request limit (`RateLimit-Policy`: requests per second, and a burst allowance per minute on top). Retry after `Retry-After` seconds.',
+    description: own ? `${overLimit} Or: ${own}` : overLimit,
     headers: {
       'Retry-After': integerHeader('Seconds to wait before the next request'),
       ...RATE_LIMIT_HEADERS,

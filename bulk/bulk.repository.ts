@@ -8,7 +8,8 @@ export const bulkJobRow = z.object({
   language_id: z.string(),
   client_id: z.string(),
   request_id: z.string().nullable(),
-  status: z.enum(['queued', 'running', 'completed', 'failed']),
+  /** `receiving` while the upload is being stored: no read shows such a job and no worker runs it. */
+  status: z.enum(['receiving', 'queued', 'running', 'completed', 'failed']),
   /** The interface whose bodies the file's lines are. */
   api_version: z.enum(['v1', 'v2']),
   lines: z.number(),
@@ -59,11 +60,11 @@ export async function listBulkJobs(
   page: { offset: number; limit: number },
 ): Promise<{ jobs: readonly BulkJobRow[]; total: number }> {
   const total = await db.oneFirst(sql.type(z.object({ total: z.number() }))`
-    SELECT count(*)::int8 AS total FROM bulk_jobs WHERE lang_key = ${langKey} AND account_id = ${accountId}
+    SELECT count(*)::int8 AS total FROM bulk_jobs WHERE lang_key = ${langKey} AND account_id = ${accountId} AND status <> 'receiving'
   `);
   const jobs = await db.any(sql.type(bulkJobRow)`
     SELECT ${columns} FROM bulk_jobs
-    WHERE lang_key = ${langKey} AND account_id = ${accountId}
+    WHERE lang_key = ${langKey} AND account_id = ${accountId} AND status <> 'receiving'
     ORDER BY created_at DESC, id DESC
     OFFSET ${page.offset} LIMIT ${page.limit}
   `);
@@ -73,8 +74,81 @@ export async function listBulkJobs(
 export async function findBulkJob(db: CommonQueryMethods, accountId: number, langKey: number, jobId: string): Promise<BulkJobRow | null> {
   return db.maybeOne(sql.type(bulkJobRow)`
     SELECT ${columns} FROM bulk_jobs
-    WHERE id = ${jobId} AND account_id = ${accountId} AND lang_key = ${langKey}
+    WHERE id = ${jobId} AND account_id = ${accountId} AND lang_key = ${langKey} AND status <> 'receiving'
   `);
+}
+
+export interface NewBulkJob {
+  id: string;
+  accountId: number;
+  langKey: number;
+  languageId: string;
+  clientId: string;
+  requestId: string;
+  apiVersion: 'v1' | 'v2';
+}
+
+/**
+ * Creates a job in `receiving`, leased for `leaseSeconds`, unless the account
+ * already has `maxUploads` uploads being received (by any API process).
+ * @returns false when the account is at its limit.
+ */
+export async function openReceivingJob(
+  db: CommonQueryMethods,
+  job: NewBulkJob,
+  limits: { maxUploads: number; leaseSeconds: number },
+): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    // Uploads of one account are counted one at a time (the account row's lock, which no foreign key check waits for).
+    await tx.query(sql.unsafe`SELECT 1 FROM accounts WHERE id = ${job.accountId} FOR NO KEY UPDATE`);
+    const receiving = await tx.oneFirst(sql.type(z.object({ receiving: z.number() }))`
+      SELECT count(*)::int8 AS receiving FROM bulk_jobs
+      WHERE account_id = ${job.accountId} AND status = 'receiving' AND receiving_until > now()
+    `);
+    if (receiving >= limits.maxUploads) return false;
+    await tx.query(sql.unsafe`
+      INSERT INTO bulk_jobs (id, account_id, lang_key, language_id, client_id, request_id, status, api_version, receiving_until)
+      VALUES (${job.id}, ${job.accountId}, ${job.langKey}, ${job.languageId}, ${job.clientId}, ${job.requestId}, 'receiving',
+        ${job.apiVersion}, now() + make_interval(secs => ${limits.leaseSeconds}))
+    `);
+    return true;
+  });
+}
+
+/** Extends the lease of a job still being received. */
+export async function renewReceivingJob(db: CommonQueryMethods, jobId: string, leaseSeconds: number): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE bulk_jobs SET receiving_until = now() + make_interval(secs => ${leaseSeconds})
+    WHERE id = ${jobId} AND status = 'receiving'
+  `);
+}
+
+/**
+ * The whole file is stored: the job is queued with its line count.
+ * @returns the job, or null when it was removed meanwhile (its lease ran out).
+ */
+export async function finishReceivingJob(db: CommonQueryMethods, jobId: string, lines: number): Promise<BulkJobRow | null> {
+  return db.maybeOne(sql.type(bulkJobRow)`
+    UPDATE bulk_jobs SET status = 'queued', lines = ${lines}, receiving_until = NULL
+    WHERE id = ${jobId} AND status = 'receiving'
+    RETURNING ${columns}
+  `);
+}
+
+/** Removes a job whose upload broke, with the lines stored so far. */
+export async function discardReceivingJob(db: CommonQueryMethods, jobId: string): Promise<void> {
+  await db.query(sql.unsafe`DELETE FROM bulk_jobs WHERE id = ${jobId} AND status = 'receiving'`);
+}
+
+/** Removes jobs whose upload was abandoned (its API process died): their lease ran out. */
+export async function discardAbandonedUploads(db: CommonQueryMethods, limit: number): Promise<number> {
+  const removed = await db.anyFirst(sql.type(z.object({ id: z.string() }))`
+    DELETE FROM bulk_jobs WHERE id IN (
+      SELECT id FROM bulk_jobs WHERE status = 'receiving' AND receiving_until < now() ORDER BY receiving_until LIMIT ${limit}
+    ) AND status = 'receiving' AND receiving_until < now()
+    RETURNING id
+  `);
+  return removed.length;
 }
 
 /** How far the worker is through a job's file, for the queue job's progress. */

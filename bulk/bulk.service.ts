@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
 import type { DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import { isStorableText } from '../catalogue/primitives.schema.js';
 import { KINDS } from '../catalogue/record-kinds.js';
 import { type Database, isDatabaseUnavailable } from '../platform/db.js';
-import { AppError, GENERIC_500_BODY, LanguageNotFoundError, RecordNotFoundError } from '../platform/errors.js';
+import { AppError, GENERIC_500_BODY, HttpStatusError, LanguageNotFoundError, RecordNotFoundError } from '../platform/errors.js';
 import type { Logger } from '../platform/logger.js';
 import { requireLanguage } from '../records/language.service.js';
 import {
@@ -24,18 +23,24 @@ import { holdLanguageForWrite } from '../sync/locks.js';
 import { type ChangeOrigin, deleteRecord, writeRecords } from '../sync/write.repository.js';
 import {
   type BulkJobRow,
+  discardReceivingJob,
   findBulkJob,
   finishBulkJob,
+  finishReceivingJob,
   linesApplied,
   listBulkErrors,
   listBulkJobs,
   lockBulkJob,
+  openReceivingJob,
   readBulkLines,
   recordBulkBatchFailure,
   recordBulkProgress,
+  renewReceivingJob,
 } from './bulk.repository.js';
 import { type BulkLine, parseBulkLine } from './bulk-line.parser.js';
+import { CopyBatchWriter } from './copy-batch.writer.js';
 import { NdjsonCopyTransform } from './ndjson-copy.transform.js';
+import { type ContentCoding, openUploadBody, uploadFailure } from './upload-body.reader.js';
 
 export const INLINE_ERRORS = 1_000;
 
@@ -46,43 +51,90 @@ export interface BulkContext {
   accountId: number;
   clientId: string;
   requestId: string;
+  logger: Logger;
 }
 
+export interface UploadLimits {
+  /** Uploads of one account being received at once. */
+  perAccount: number;
+  idleTimeoutMs: number;
+  /** Largest file, decoded. */
+  maxBytes: number;
+}
+
+/** How long a job being received stays reserved without news from its API process (then a sweeper removes it). */
+const RECEIVING_LEASE_S = 60;
+const RECEIVING_RENEW_MS = 15_000;
+
+/** Seconds a client over its account's upload limit is asked to wait. */
+const UPLOAD_LIMIT_RETRY_AFTER_S = 5;
+
 /**
- * Streams an NDJSON upload into `bulk_lines` with COPY, inside the transaction
- * that creates the job: when this returns the whole file is durable, and a
- * broken upload leaves nothing behind. Memory use is one line at a time.
+ * Stores an NDJSON upload in `bulk_lines`, then queues its job: when this
+ * returns the whole file is durable. The lines are sent with COPY in
+ * batches, each on a pooled connection taken for that batch only
+ * (CopyBatchWriter), so an upload that stalls holds no connection; until the
+ * last batch is stored the job is `receiving`, which no read shows and no
+ * worker runs, and an upload that breaks is removed with its lines. Memory
+ * use is a couple of batches per upload.
  * @throws {LanguageNotFoundError}
+ * @throws {HttpStatusError} 429 when the account has `perAccount` uploads in progress; 408, 413 or 400 from the body.
  */
 export async function receiveBulk(
   context: BulkContext,
   languageId: string,
-  body: Readable,
+  request: IncomingMessage,
+  upload: UploadLimits & { coding: ContentCoding },
   generation: Generation = 'v1',
 ): Promise<BulkJobRow> {
-  const language = await requireLanguage(context.db, context.accountId, languageId);
+  const { db } = context;
+  const language = await requireLanguage(db, context.accountId, languageId);
   const jobId = randomUUID();
-  const splitter = new NdjsonCopyTransform(jobId);
-  const client = await context.copyPool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(
-      `INSERT INTO bulk_jobs (id, account_id, lang_key, language_id, client_id, request_id, status, api_version)
-       VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7)`,
-      [jobId, context.accountId, language.lang_key, languageId, context.clientId, context.requestId, generation],
+  const opened = await openReceivingJob(
+    db,
+    {
+      id: jobId,
+      accountId: context.accountId,
+      langKey: language.lang_key,
+      languageId,
+      clientId: context.clientId,
+      requestId: context.requestId,
+      apiVersion: generation,
+    },
+    { maxUploads: upload.perAccount, leaseSeconds: RECEIVING_LEASE_S },
+  );
+  if (!opened) {
+    throw new HttpStatusError(
+      429,
+      `Too many bulk uploads in progress for this account: at most ${upload.perAccount} at a time; send this file once one of them has been answered`,
+      { 'Retry-After': String(UPLOAD_LIMIT_RETRY_AFTER_S) },
     );
-    await pipeline(body, splitter, client.query(copyFrom('COPY bulk_lines (job_id, line_no, line) FROM STDIN')));
-    await client.query('UPDATE bulk_jobs SET lines = $2 WHERE id = $1', [jobId, splitter.lines]);
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
   }
-  const job = await findBulkJob(context.db, context.accountId, language.lang_key, jobId);
-  if (!job) throw new Error(`bulk job ${jobId} vanished after commit`);
-  return job;
+  const renewal = setInterval(() => {
+    renewReceivingJob(db, jobId, RECEIVING_LEASE_S).catch((error: Error) =>
+      context.logger.warn({ err: error.message, bulk_job: jobId }, 'could not renew the lease of an upload'),
+    );
+  }, RECEIVING_RENEW_MS);
+  renewal.unref();
+  const splitter = new NdjsonCopyTransform(jobId);
+  try {
+    await pipeline([
+      ...openUploadBody(request, upload),
+      splitter,
+      new CopyBatchWriter(context.copyPool, 'COPY bulk_lines (job_id, line_no, line) FROM STDIN'),
+    ]);
+    const job = await finishReceivingJob(db, jobId, splitter.lines);
+    if (!job) throw new Error(`bulk job ${jobId} was removed while it was received`);
+    return job;
+  } catch (error) {
+    // The lines stored so far go with the job; a sweeper removes it later if this fails too.
+    discardReceivingJob(db, jobId).catch((discardError: Error) =>
+      context.logger.warn({ err: discardError.message, bulk_job: jobId }, 'could not remove a broken upload'),
+    );
+    throw uploadFailure(error);
+  } finally {
+    clearInterval(renewal);
+  }
 }
 
 /** @throws {LanguageNotFoundError} @throws {RecordNotFoundError} ("Bulk job not found") */
@@ -271,7 +323,8 @@ async function applyBatchOnce(
   logger: Logger | undefined,
 ): Promise<BulkBatchResult> {
   const job = await lockBulkJob(tx, jobId);
-  if (!job || job.status === 'completed' || job.status === 'failed') return { done: true, applied: 0 };
+  // A job still being received is woken up again once it is stored.
+  if (!job || job.status === 'receiving' || job.status === 'completed' || job.status === 'failed') return { done: true, applied: 0 };
   const lines = await readBulkLines(tx, jobId, job.next_line, batchSize, BATCH_LINE_BYTES);
   if (lines.length === 0) {
     await finishBulkJob(tx, jobId, 'completed', null);

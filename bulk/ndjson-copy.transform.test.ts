@@ -66,3 +66,32 @@ describe('when an NDJSON upload is turned into COPY rows', () => {
     ]);
   });
 });
+
+describe('when a body holds millions of blank lines', () => {
+  it('should count them for the numbering of the lines after them, across chunks', async () => {
+    const { rows, lines } = await copyRows([Buffer.alloc(100_000, '\n'), '\n \r\n', Buffer.alloc(99_997, '\n'), '{"a":1}\n']);
+    expect(rows).toEqual([[200_000, '{"a":1}']]);
+    expect(lines).toBe(1);
+  });
+
+  it('should let the event loop run other work while it splits them', async () => {
+    const transform = new NdjsonCopyTransform('job');
+    let ticks = 0;
+    const ticker = setInterval(() => {
+      ticks += 1;
+    }, 1);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        transform.on('data', () => undefined);
+        transform.on('end', resolve);
+        transform.on('error', reject);
+        // One chunk of 16 MiB of newlines, taken in one call of the transform.
+        transform.end(Buffer.alloc(16 * 1024 * 1024, '\n'));
+      });
+    } finally {
+      clearInterval(ticker);
+    }
+    // Without yielding, the timer could not fire before the whole chunk was split.
+    expect(ticks).toBeGreaterThan(0);
+  });
+});

@@ -1,5 +1,4 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
 
 /** Longest NDJSON line kept as is; a longer one is stored as a marker and reported as that line's error. */
 export const MAX_LINE_BYTES = 1024 * 1024;
@@ -15,10 +14,22 @@ function copyEscape(value: string): string {
   );
 }
 
+/** How long the splitter works before it lets the event loop serve other requests. */
+const SLICE_MS = 2;
+/** Blank lines counted at once when a run of them fills this many bytes. */
+const BLANK_BLOCK = Buffer.alloc(256, '\n');
+/** Lines split between two looks at the clock. */
+const LINES_PER_CLOCK_READ = 256;
+
 /**
  * Turns an NDJSON byte stream into `COPY bulk_lines (job_id, line_no, line)`
  * rows, holding at most one line in memory. Lines are numbered as in the file
  * (1-based); blank lines are skipped but keep their number.
+ *
+ * Splitting yields to the event loop every few milliseconds: a body of
+ * millions of short (or blank) lines arrives faster than it is split, and a
+ * stream hands every buffered chunk to the transform in one go, so without
+ * yielding one upload would hold up every other request of the process.
  */
 export class NdjsonCopyTransform extends Transform {
   lines = 0;
@@ -26,25 +37,72 @@ export class NdjsonCopyTransform extends Transform {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private overflow = false;
+  private rows: string[] = [];
+  private sliceStart = performance.now();
 
   constructor(private readonly jobId: string) {
-    super();
+    // Rows leave as strings (a few per chunk of the body), written by the consumer where they go without another copy.
+    super({ readableObjectMode: true });
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    let start = 0;
-    for (let index = chunk.indexOf(NEWLINE, start); index !== -1; index = chunk.indexOf(NEWLINE, start)) {
-      this.append(chunk.subarray(start, index));
-      this.finishLine();
-      start = index + 1;
-    }
-    if (start < chunk.length) this.append(chunk.subarray(start));
-    callback();
+    this.split(chunk, 0, callback);
   }
 
   override _flush(callback: TransformCallback): void {
-    if (this.pendingBytes > 0 || this.overflow) this.finishLine();
+    if (this.pendingBytes > 0 || this.overflow) this.finishPending();
+    this.pushRows();
     callback();
+  }
+
+  /** Splits `chunk` from `start`, pausing for the event loop whenever the slice is used up. */
+  private split(chunk: Buffer, start: number, callback: TransformCallback): void {
+    let from = start;
+    for (;;) {
+      if (performance.now() - this.sliceStart > SLICE_MS) {
+        this.pushRows();
+        setImmediate(() => {
+          this.sliceStart = performance.now();
+          this.split(chunk, from, callback);
+        });
+        return;
+      }
+      let index = chunk.indexOf(NEWLINE, from);
+      for (let count = 0; index !== -1 && count < LINES_PER_CLOCK_READ; count += 1) {
+        this.endLine(chunk, from, index);
+        from = index + 1;
+        // Blank lines in a row are only counted (one byte each, nothing to store), a block at a time where they fill one.
+        while (
+          from + BLANK_BLOCK.length <= chunk.length &&
+          chunk.compare(BLANK_BLOCK, 0, BLANK_BLOCK.length, from, from + BLANK_BLOCK.length) === 0
+        ) {
+          this.lineNo += BLANK_BLOCK.length;
+          from += BLANK_BLOCK.length;
+        }
+        while (chunk[from] === NEWLINE) {
+          this.lineNo += 1;
+          from += 1;
+        }
+        index = chunk.indexOf(NEWLINE, from);
+      }
+      if (index === -1) break;
+    }
+    if (from < chunk.length) this.append(chunk.subarray(from));
+    this.pushRows();
+    callback();
+  }
+
+  /** A line ends at `end` (its newline) in `chunk`; it began at `start`, or in earlier chunks. */
+  private endLine(chunk: Buffer, start: number, end: number) {
+    if (this.pendingBytes > 0 || this.overflow) {
+      this.append(chunk.subarray(start, end));
+      this.finishPending();
+      return;
+    }
+    this.lineNo += 1;
+    // The common case, the whole line in this chunk: decoded in place, without copies.
+    if (end - start > MAX_LINE_BYTES) this.store(LINE_TOO_LONG);
+    else if (end > start) this.store(chunk.toString('utf8', start, end).trim());
   }
 
   private append(part: Buffer) {
@@ -62,16 +120,28 @@ export class NdjsonCopyTransform extends Transform {
     }
   }
 
-  private finishLine() {
+  /** Ends the line held in `pending` (it began in an earlier chunk). */
+  private finishPending() {
     this.lineNo += 1;
-    const overflow = this.overflow;
-    const text = overflow ? LINE_TOO_LONG : new StringDecoder('utf8').end(Buffer.concat(this.pending, this.pendingBytes)).trim();
+    // Decoded whole, so a character split across chunks is read as one.
+    const text = this.overflow ? LINE_TOO_LONG : Buffer.concat(this.pending, this.pendingBytes).toString('utf8').trim();
     this.pending = [];
     this.pendingBytes = 0;
     this.overflow = false;
+    this.store(text);
+  }
+
+  private store(text: string) {
     if (text === '') return;
     const stored = text.includes('\u0000') ? LINE_HAS_NUL : text;
     this.lines += 1;
-    this.push(`${this.jobId}\t${this.lineNo}\t${copyEscape(stored)}\n`);
+    this.rows.push(`${this.jobId}\t${this.lineNo}\t${copyEscape(stored)}\n`);
+  }
+
+  /** The rows split so far, as one chunk. */
+  private pushRows() {
+    if (this.rows.length === 0) return;
+    this.push(this.rows.join(''));
+    this.rows = [];
   }
 }

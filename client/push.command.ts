@@ -3,7 +3,6 @@ import { open, stat } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createGunzip } from 'node:zlib';
 import type { BulkJob } from './jobs.command.js';
 import { createReporter, formatCount, formatDuration } from './progress.reporter.js';
 import { ClientError, errorText, type ServiceClient } from './service.client.js';
@@ -66,11 +65,12 @@ export async function push(client: ServiceClient, file: string, options: PushOpt
   });
   const source = createReadStream(file);
   source.pipe(counter);
-  // A .gz file is decompressed here and sent as plain NDJSON.
-  const body: Readable = (await isGzip(file)) ? counter.pipe(createGunzip()) : counter;
-  source.on('error', (error) => body.destroy(error));
+  source.on('error', (error) => counter.destroy(error));
+  // A .gz file travels compressed; the service decodes it as it arrives.
+  const headers: Record<string, string> = { 'content-type': 'application/x-ndjson' };
+  if (await isGzip(file)) headers['content-encoding'] = 'gzip';
 
-  const answer = await client.postStream(bulkPath(options.language, '', options.api), body, { 'content-type': 'application/x-ndjson' });
+  const answer = await client.postStream(bulkPath(options.language, '', options.api), counter, headers);
   if (answer.status !== 202) {
     reporter.stop();
     throw new ClientError(`upload refused: ${errorText(answer.body, answer.status)}`, answer.status);

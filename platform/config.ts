@@ -84,6 +84,12 @@ const environmentSchema = z.object({
   TRUST_PROXY_HOPS: integer(0, 0, 10),
   // How long one applier run of a language lasts at most before the language queues for its next turn (fair share).
   APPLIER_RUN_MS: integer(1_000, 50, 600_000),
+  // Bulk uploads of one account in progress at once (across API processes); one more is a 429.
+  BULK_UPLOADS_PER_ACCOUNT: integer(2, 1, 1_000),
+  // An upload whose client sends nothing for this long is cut with a 408 (time the service spends storing lines does not count).
+  BULK_IDLE_TIMEOUT_MS: integer(30_000, 100, 3_600_000),
+  // Largest bulk file, counted after decoding (a gzip body is limited by what it unpacks to); larger is a 413.
+  BULK_MAX_BYTES: integer(1024 ** 3, 1, 1024 ** 4),
   QUEUE_PREFIX: optionalString.transform((value) => value ?? 'sync'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])

@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import { bulkJobsInTurn } from '../bulk/bulk.repository.js';
+import { bulkJobsInTurn, discardAbandonedUploads } from '../bulk/bulk.repository.js';
 import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import type { QueueKey } from '../platform/queue.js';
@@ -28,7 +28,8 @@ const RECOVER_PAGE = 200;
  *
  * A wake-up job that used up its attempts while Postgres (or anything else it
  * needs) was away is run again once a sweep gets through, so it does not
- * stay failed for work that is done, or that its new run does.
+ * stay failed for work that is done, or that its new run does. A bulk upload
+ * left `receiving` by an API process that died is removed once its lease ends.
  */
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
@@ -83,6 +84,9 @@ export class Sweeper {
       if (Date.now() - this.lastRecovery >= RECOVER_INTERVAL_MS) {
         this.lastRecovery = Date.now();
         await this.recoverExhaustedWakeUps();
+        // Uploads whose API process died while receiving them: nobody will finish them.
+        const discarded = await discardAbandonedUploads(this.db, 10);
+        if (discarded > 0) this.logger.info({ discarded }, 'abandoned bulk uploads removed');
       }
     } catch (error) {
       this.logger.warn({ err: (error as Error).message }, 'sweep failed; retrying');

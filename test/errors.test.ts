@@ -182,6 +182,8 @@ describe('when the service is healthy', () => {
       ['/api/v1/nope', 'GET'],
       ['/api/v1/nope', 'POST'],
       ['/api/v1/languages/xx/nope', 'DELETE'],
+      ['/nope', 'PROPFIND'],
+      ['/api/v1/languages/xx/nope', 'MKCOL'],
     ])('should answer 404 Not found for %s (%s)', async (path, method) => {
       const response = await env.request(method, path, { token });
       expect(response.status).toBe(404);
@@ -196,12 +198,18 @@ describe('when the service is healthy', () => {
       ['GET', '/api/v1/languages', 'POST'],
       ['PUT', '/oauth/token', 'POST'],
       ['GET', '/oauth/token', 'POST'],
+      // Methods no route has at all (the router's own answer would be 501).
+      ['PROPFIND', '/api/v1/languages', 'POST'],
+      ['PROPFIND', '/api/v2/languages/xx/products', 'PUT'],
+      ['MKCOL', '/api/v1/languages/xx', 'DELETE'],
+      ['LOCK', '/oauth/token', 'POST'],
     ])('should answer %s %s with 405 and Allow: %s', async (method, path, allowed) => {
       const response = await env.request(method, path, { token });
       expect(response.status).toBe(405);
       const allow = (response.headers.get('allow') ?? '').split(',').map((name) => name.trim());
       expect(allow).toContain(allowed);
       expect(allow).not.toContain(method);
+      expect(response.body).toEqual({ error: { message: expect.stringContaining(allowed) } });
     });
   });
 

@@ -14,7 +14,7 @@ function fromHttpError(error: { status?: number; headers?: Record<string, string
     case 405:
       return new HttpStatusError(405, methodNotAllowed(error.headers?.['Allow'] ?? error.headers?.['allow']), error.headers);
     case 501:
-      return new HttpStatusError(501, 'Method not implemented');
+      return unknownMethod(error.headers?.['Allow'] ?? error.headers?.['allow']);
     case 413:
       return new HttpStatusError(413, 'Request body is larger than 1 MiB');
     case 415:
@@ -22,6 +22,16 @@ function fromHttpError(error: { status?: number; headers?: Record<string, string
     default:
       return null;
   }
+}
+
+/**
+ * A method no route has (PROPFIND, MKCOL, ...), which the router answers 501:
+ * on a known path it is a wrong method like any other, 405 with `Allow`
+ * (CONTRACT 11); on an unknown path, 404.
+ */
+function unknownMethod(allow: string | undefined): AppError {
+  if (!allow?.trim()) return new RouteNotFoundError();
+  return new HttpStatusError(405, methodNotAllowed(allow), { Allow: allow });
 }
 
 /** A 405 message that names the allowed methods, as `Allow` does (a reader of the body alone knows what to use). */
@@ -46,7 +56,11 @@ export async function errorMiddleware(ctx: AppContext, next: Next): Promise<void
       // Routers answer 404/405/501 by status alone; give those the CONTRACT bodies (Allow stays set).
       if (ctx.status === 404) throw new RouteNotFoundError();
       if (ctx.status === 405) ctx.body = { error: { message: methodNotAllowed(ctx.response.get('Allow')) } };
-      if (ctx.status === 501) ctx.body = { error: { message: 'Method not implemented' } };
+      if (ctx.status === 501) {
+        const allow = ctx.response.get('Allow');
+        ctx.remove('Allow');
+        throw unknownMethod(allow);
+      }
     }
   } catch (caught) {
     const error = caught as Error & { status?: number; expose?: boolean; headers?: Record<string, string> };

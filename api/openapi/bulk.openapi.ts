@@ -55,6 +55,12 @@ const LINES: Record<Generation, string> = {
     'A refused line is recorded with the error body its request would get; the file goes on.',
 };
 
+const UPLOAD =
+  'The file may be gzip-compressed (`Content-Encoding: gzip`). It is stored before the answer: 202 once all of it is ' +
+  'durable. An account has at most `BULK_UPLOADS_PER_ACCOUNT` uploads in progress (429 beyond); an upload whose client ' +
+  'sends nothing for `BULK_IDLE_TIMEOUT_MS` is cut (408); a file larger than `BULK_MAX_BYTES` once decoded is refused ' +
+  '(413). A refused or cut upload leaves nothing behind.';
+
 /** The bulk operations of one interface. */
 export function registerBulkPaths(registry: OpenAPIRegistry, generation: Generation): void {
   const tags = [generation];
@@ -70,11 +76,17 @@ export function registerBulkPaths(registry: OpenAPIRegistry, generation: Generat
     path: base,
     operationId: operation('BulkUpload'),
     summary: `Upload an NDJSON file of ${generation} writes, applied in line order in the background`,
-    description: LINES[generation],
+    description: `${LINES[generation]} ${UPLOAD}`,
     tags,
     security,
     request: {
       params: languageParams,
+      headers: z.object({
+        'content-encoding': z
+          .enum(['gzip', 'identity'])
+          .optional()
+          .openapi({ description: '`gzip` for a gzip-compressed file (decoded as it arrives); any other coding is a 415' }),
+      }),
       body: {
         required: true,
         content: {
@@ -92,7 +104,16 @@ export function registerBulkPaths(registry: OpenAPIRegistry, generation: Generat
         headers: { Location: { schema: { type: 'string' }, description: 'The job URL' } },
         content: json(job),
       },
-      ...errors('badRequest', 'unauthorized', 'languageNotFound', 'unsupportedMediaType', 'serverError'),
+      ...errors(
+        'badRequest',
+        'unauthorized',
+        'languageNotFound',
+        'uploadTimeout',
+        'bulkTooLarge',
+        'bulkUnsupportedMediaType',
+        'tooManyUploads',
+        'serverError',
+      ),
     },
   });
   registry.registerPath({

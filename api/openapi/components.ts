@@ -92,6 +92,39 @@ export const ERROR_RESPONSES = {
   },
   tooLarge: { status: 413, response: { description: 'The body is larger than 1 MiB', content: json(messageErrorSchema) } },
   unsupportedMediaType: { status: 415, response: { description: 'The body is not JSON', content: json(messageErrorSchema) } },
+  uploadTimeout: {
+    status: 408,
+    response: {
+      description:
+        'The client sent nothing for `BULK_IDLE_TIMEOUT_MS` (30 s): the upload was cut, nothing of it is kept, and the connection is closed',
+      headers: { Connection: header('`close`') },
+      content: json(messageErrorSchema),
+    },
+  },
+  bulkTooLarge: {
+    status: 413,
+    response: {
+      description:
+        'The file is larger than `BULK_MAX_BYTES` (1 GiB), counted after decoding: a gzip body is limited by what it unpacks to. Nothing of it is kept',
+      content: json(messageErrorSchema),
+    },
+  },
+  bulkUnsupportedMediaType: {
+    status: 415,
+    response: {
+      description: 'The body is not NDJSON, or it is sent with a `Content-Encoding` other than `gzip` (or `identity`)',
+      content: json(messageErrorSchema),
+    },
+  },
+  tooManyUploads: {
+    status: 429,
+    response: {
+      description:
+        'The account already has `BULK_UPLOADS_PER_ACCOUNT` (2) uploads in progress; send the file again once one of them is answered',
+      headers: { 'Retry-After': header('Seconds to wait before trying again') },
+      content: json(messageErrorSchema),
+    },
+  },
   serverError: { status: 500, response: { description: 'Unexpected failure', content: json(serverErrorSchema) } },
   adminUnauthorized: {
     status: 401,

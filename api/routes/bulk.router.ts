@@ -1,7 +1,15 @@
 import { Readable } from 'node:stream';
 import type Router from '@koa/router';
 import type pg from 'pg';
-import { bulkErrorLines, listBulkJobsPage, presentBulkJob, receiveBulk, requireBulkJob } from '../../bulk/bulk.service.js';
+import {
+  bulkErrorLines,
+  listBulkJobsPage,
+  presentBulkJob,
+  receiveBulk,
+  requireBulkJob,
+  type UploadLimits,
+} from '../../bulk/bulk.service.js';
+import { contentCodingOf, tooLargeError } from '../../bulk/upload-body.reader.js';
 import { bulkListQuerySchema } from '../../catalogue/list-query.schema.js';
 import { parseOrThrow } from '../../catalogue/validation.js';
 import type { Database } from '../../platform/db.js';
@@ -14,6 +22,7 @@ export interface BulkDependencies {
   db: Database;
   copyPool: pg.Pool;
   notifier: OutboxNotifier;
+  uploads: UploadLimits;
 }
 
 export const BULK_TYPES = ['application/x-ndjson', 'application/jsonl', 'application/ndjson'];
@@ -24,17 +33,28 @@ export const BULK_TYPES = ['application/x-ndjson', 'application/jsonl', 'applica
  * wraps a job as `{"bulk_job": {...}}`, v2 answers the bare job, as each
  * interface shows its records.
  */
-export function addBulkRoutes(router: Router<AppState>, { db, copyPool, notifier }: BulkDependencies, generation: Generation) {
+export function addBulkRoutes(router: Router<AppState>, { db, copyPool, notifier, uploads }: BulkDependencies, generation: Generation) {
   const present = (job: unknown) => (generation === 'v1' ? { bulk_job: job } : job);
 
   router.post('/languages/:language_id/bulk', async (ctx: AppContext) => {
     if (!ctx.is(BULK_TYPES)) throw new HttpStatusError(415, 'Unsupported content type: send application/x-ndjson');
+    const coding = contentCodingOf(ctx.get('Content-Encoding') || undefined);
+    // A plain body that says it is too large is refused before a byte of it is read.
+    if (coding === 'identity' && (ctx.request.length ?? 0) > uploads.maxBytes) throw tooLargeError(uploads.maxBytes);
     const principal = principalOf(ctx);
     const languageId = ctx.params['language_id']!;
     const job = await receiveBulk(
-      { db, copyPool, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId },
+      {
+        db,
+        copyPool,
+        accountId: principal.accountId,
+        clientId: principal.clientId,
+        requestId: ctx.state.requestId,
+        logger: ctx.state.logger,
+      },
       languageId,
       ctx.req,
+      { ...uploads, coding },
       generation,
     );
     notifier.notifyBulk(job.id, ctx.state.requestId);

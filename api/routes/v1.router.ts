@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import type { RequestLimiter } from '../../auth/request-limiter.js';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
+import type { UploadLimits } from '../../bulk/bulk.service.js';
 import { parseEnvelope } from '../../catalogue/envelope.schema.js';
 import { languageWriteSchema } from '../../catalogue/language.schema.js';
 import { KINDS, RECORD_KINDS } from '../../catalogue/record-kinds.js';
@@ -26,6 +27,7 @@ export interface V1Dependencies {
   writer: PreparedWriter;
   /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
   limiter: RequestLimiter | undefined;
+  uploads: UploadLimits;
 }
 
 const profileQuerySchema = z
@@ -35,7 +37,7 @@ const profileQuerySchema = z
   })
   .strict();
 
-export function v1Router({ db, copyPool, verifier, notifier, writer, limiter }: V1Dependencies) {
+export function v1Router({ db, copyPool, verifier, notifier, writer, limiter, uploads }: V1Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v1' });
   router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
   const body = bodyMiddleware();
@@ -62,7 +64,7 @@ export function v1Router({ db, copyPool, verifier, notifier, writer, limiter }: 
     ctx.body = { profile };
   });
 
-  addBulkRoutes(router, { db, copyPool, notifier }, 'v1');
+  addBulkRoutes(router, { db, copyPool, notifier, uploads }, 'v1');
 
   for (const kind of RECORD_KINDS) {
     const { segment, resource } = KINDS[kind];

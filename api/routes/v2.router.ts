@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type pg from 'pg';
 import type { RequestLimiter } from '../../auth/request-limiter.js';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
+import type { UploadLimits } from '../../bulk/bulk.service.js';
 import { parseEnvelope } from '../../catalogue/envelope.schema.js';
 import { languageV2WriteSchema } from '../../catalogue/language.schema.js';
 import { KINDS, LINE_LISTS, LINK_WRITERS, type LineParent, RECORD_KINDS, STORED_KINDS } from '../../catalogue/record-kinds.js';
@@ -42,6 +43,7 @@ export interface V2Dependencies {
   writer: PreparedWriter;
   /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
   limiter: RequestLimiter | undefined;
+  uploads: UploadLimits;
 }
 
 registerOpenApi('v2', registerV2Paths);
@@ -58,7 +60,7 @@ export const V2_DELETABLE = RECORD_KINDS;
  * attribute definitions, bulk files of v2 bodies. Routes come from the catalogue's tables: a new kind
  * or link is a row there, not a route here.
  */
-export function v2Router({ db, copyPool, verifier, notifier, writer, limiter }: V2Dependencies) {
+export function v2Router({ db, copyPool, verifier, notifier, writer, limiter, uploads }: V2Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v2' });
   router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
   const body = bodyMiddleware();
@@ -102,7 +104,7 @@ export function v2Router({ db, copyPool, verifier, notifier, writer, limiter }: 
     ctx.body = await listAttributeDefinitions(db, principalOf(ctx).accountId, query(ctx));
   });
 
-  addBulkRoutes(router, { db, copyPool, notifier }, 'v2');
+  addBulkRoutes(router, { db, copyPool, notifier, uploads }, 'v2');
 
   for (const kind of STORED_KINDS) {
     const { segment } = KINDS[kind];

@@ -1,0 +1,367 @@
+import http from 'node:http';
+import { gzipSync } from 'node:zlib';
+import { sql } from 'slonik';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { spawnApi } from './support/api-process.js';
+import { type HttpResponse, startEnvironment, type TestEnvironment } from './support/harness.js';
+import { checkResponse, openApiCheckEnabled } from './support/openapi-check.js';
+import { stopProcess } from './support/processes.js';
+
+/*
+ * Issue 14: bulk uploads of one account cannot starve the others (a limit of
+ * uploads in progress per account, an idle timeout, no Postgres connection
+ * held by a stalled upload), line splitting leaves the event loop to other
+ * requests, and bodies may be gzip-compressed (decoded size limited).
+ */
+
+const IDLE_TIMEOUT_MS = 2_000;
+const MAX_BYTES = 32 * 1024 * 1024;
+const NDJSON = { 'content-type': 'application/x-ndjson' };
+
+let env: TestEnvironment;
+
+beforeAll(async () => {
+  env = await startEnvironment({ env: { BULK_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS), BULK_MAX_BYTES: String(MAX_BYTES) } });
+});
+afterAll(() => env.close());
+
+interface Shop {
+  token: string;
+  accountId: number;
+  language: string;
+}
+
+let shops = 0;
+/** A fresh account with a language of its own. */
+async function newShop(): Promise<Shop> {
+  const client = await env.newClient();
+  const token = (
+    await env.request('POST', '/oauth/token', {
+      body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
+    })
+  ).body.access_token as string;
+  shops += 1;
+  const language = `shop${shops}`;
+  const created = await env.request('POST', '/api/v1/languages', { token, body: { language: { id: language, name: 'Shop', code: 'xx' } } });
+  expect(created.status).toBe(200);
+  const accountId = await env.db.oneFirst(sql.type(z.object({ id: z.number() }))`SELECT id FROM accounts WHERE name = ${client.account}`);
+  return { token, accountId, language };
+}
+
+interface RawUpload {
+  /** The answer, whenever it comes (the body may still be unsent). */
+  answer: Promise<HttpResponse & { ms: number }>;
+  abort(): void;
+}
+
+/**
+ * An upload over a raw HTTP connection, which can stop sending (`stall`) or
+ * claim a length it never sends; the answer is checked against /openapi.json
+ * like the harness's.
+ */
+function rawUpload(shop: Shop, chunks: Buffer[], options: { stall?: boolean; headers?: Record<string, string> } = {}): RawUpload {
+  const path = `/api/v1/languages/${shop.language}/bulk`;
+  const started = Date.now();
+  const request = http.request(`${env.baseUrl}${path}`, {
+    method: 'POST',
+    agent: false,
+    headers: { ...NDJSON, authorization: `Bearer ${shop.token}`, ...options.headers },
+  });
+  const answer = new Promise<HttpResponse & { ms: number }>((resolve, reject) => {
+    let answered = false;
+    request.on('response', (response) => {
+      answered = true;
+      const parts: Buffer[] = [];
+      response.on('data', (part: Buffer) => parts.push(part));
+      response.on('error', reject);
+      response.on('end', () => {
+        const text = Buffer.concat(parts).toString();
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(response.headers)) if (typeof value === 'string') headers.set(name, value);
+        let body: unknown;
+        try {
+          body = text ? JSON.parse(text) : undefined;
+        } catch {
+          body = undefined;
+        }
+        const result = { status: response.statusCode!, headers, body, text, ms: Date.now() - started };
+        const check = openApiCheckEnabled ? checkResponse(env.baseUrl, 'POST', path, result) : Promise.resolve();
+        check.then(() => resolve(result), reject);
+      });
+    });
+    // Once answered, the server closing the connection under a body still being sent is expected.
+    request.on('error', (error) => {
+      if (!answered) reject(error);
+    });
+  });
+  for (const chunk of chunks) request.write(chunk);
+  if (!options.stall) request.end();
+  return { answer, abort: () => request.destroy() };
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** Uploads being received for the account, and lines stored for them so far. */
+async function receiving(accountId: number) {
+  return env.db.one(sql.type(z.object({ jobs: z.number(), lines: z.number() }))`
+    SELECT count(*)::int8 AS jobs,
+      coalesce(sum((SELECT count(*) FROM bulk_lines l WHERE l.job_id = j.id)), 0)::int8 AS lines
+    FROM bulk_jobs j WHERE account_id = ${accountId} AND status = 'receiving'
+  `);
+}
+
+/** What an account keeps of its uploads: jobs anyone can see, and stored lines of any job. */
+async function kept(shop: Shop) {
+  const listed = await env.request('GET', `/api/v1/languages/${shop.language}/bulk`, { token: shop.token });
+  expect(listed.status).toBe(200);
+  const lines = await env.db.oneFirst(sql.type(z.object({ lines: z.number() }))`
+    SELECT count(*)::int8 AS lines FROM bulk_lines l JOIN bulk_jobs j ON j.id = l.job_id WHERE j.account_id = ${shop.accountId}
+  `);
+  return { jobs: listed.body.meta.total as number, lines };
+}
+
+async function upload(shop: Shop, raw: string | Buffer, headers: Record<string, string> = {}) {
+  return env.request('POST', `/api/v1/languages/${shop.language}/bulk`, { token: shop.token, raw, headers: { ...NDJSON, ...headers } });
+}
+
+async function waitForJob(shop: Shop, location: string) {
+  return waitFor(
+    `bulk job ${location}`,
+    async () => (await env.request('GET', location, { token: shop.token })).body.bulk_job,
+    (job) => ['completed', 'failed'].includes(job.status),
+    60_000,
+  );
+}
+
+const productLines = (prefix: string, count: number) =>
+  Array.from({ length: count }, (_, index) => `{"product":{"id":"${prefix}${index}","name":"${'n'.repeat(200)}"}}\n`).join('');
+
+describe('when one account stalls four uploads', () => {
+  it("should answer another account's upload at once and every stalled upload within 10 s: 408 for those it took, 429 beyond its limit", async () => {
+    const [a, b] = [await newShop(), await newShop()];
+    const started = Date.now();
+    // Ten bytes each, then nothing.
+    const stalled = Array.from({ length: 4 }, () => rawUpload(a, [Buffer.from('{"product"')], { stall: true }));
+    try {
+      await waitFor(
+        'A uploads being received',
+        () => receiving(a.accountId),
+        (now) => now.jobs === 2,
+      );
+
+      const other = await upload(b, '{"product":{"id":"B1","name":"from B"}}\n');
+      expect(other.status).toBe(202);
+      expect(Date.now() - started).toBeLessThan(10_000);
+
+      const answers = await Promise.all(stalled.map((item) => item.answer));
+      expect(Math.max(...answers.map((answer) => answer.ms))).toBeLessThan(10_000);
+      expect(answers.map((answer) => answer.status).sort()).toEqual([408, 408, 429, 429]);
+      for (const answer of answers.filter((item) => item.status === 429)) {
+        expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect(answer.body).toEqual({ error: { message: expect.stringContaining('at most 2 at a time') } });
+      }
+      for (const answer of answers.filter((item) => item.status === 408)) {
+        // The idle timeout, not the server's 5-minute request timeout, cut it.
+        expect(answer.ms).toBeLessThan(IDLE_TIMEOUT_MS + 3_000);
+        expect(answer.body).toEqual({ error: { message: expect.stringContaining('No data received for 2 s') } });
+        expect(answer.headers.get('connection')).toBe('close');
+      }
+      expect(await kept(a)).toEqual({ jobs: 0, lines: 0 });
+
+      // The slots are free again.
+      const again = await upload(a, '{"product":{"id":"A1","name":"from A"}}\n');
+      expect(again.status).toBe(202);
+      expect(await waitForJob(a, again.headers.get('location')!)).toMatchObject({ status: 'completed', saved: 1 });
+      expect(await waitForJob(b, other.headers.get('location')!)).toMatchObject({ status: 'completed', saved: 1 });
+    } finally {
+      for (const item of stalled) item.abort();
+    }
+  }, 60_000);
+
+  it('should hold no database connection for uploads that stall after their first batches, whatever the number of accounts', async () => {
+    // Six uploads in progress (more than the API's 4 COPY connections), each with megabytes stored, then stalled mid-line.
+    const stallers = [await newShop(), await newShop(), await newShop()];
+    const other = await newShop();
+    const body = Buffer.from(`${productLines('S', 12_000)}{"product":{"id":"half`);
+    const stalled = stallers.flatMap((shop) => [0, 1].map(() => rawUpload(shop, [body], { stall: true })));
+    try {
+      for (const shop of stallers) {
+        await waitFor(
+          'stalled uploads with lines stored',
+          () => receiving(shop.accountId),
+          (now) => now.jobs === 2 && now.lines >= 2 * 5_000,
+        );
+      }
+      const started = Date.now();
+      const answer = await upload(other, '{"product":{"id":"O1","name":"other"}}\n');
+      expect(answer.status).toBe(202);
+      expect(Date.now() - started).toBeLessThan(10_000);
+
+      const cut = await Promise.all(stalled.map((item) => item.answer));
+      expect(cut.map((item) => item.status)).toEqual([408, 408, 408, 408, 408, 408]);
+      // Removed with the lines stored so far (in the background, right after the answer).
+      for (const shop of stallers)
+        await waitFor(
+          'nothing kept',
+          () => kept(shop),
+          (now) => now.jobs === 0 && now.lines === 0,
+        );
+    } finally {
+      for (const item of stalled) item.abort();
+    }
+  }, 90_000);
+
+  it('should remove an upload whose client goes away in the middle', async () => {
+    const shop = await newShop();
+    const broken = rawUpload(shop, [Buffer.from(`${productLines('G', 12_000)}{"product"`)], { stall: true });
+    await waitFor(
+      'lines stored',
+      () => receiving(shop.accountId),
+      (now) => now.jobs === 1 && now.lines > 0,
+    );
+    broken.abort();
+    await broken.answer.catch(() => undefined);
+    await waitFor(
+      'nothing kept',
+      () => kept(shop),
+      (now) => now.jobs === 0 && now.lines === 0,
+    );
+    expect(await receiving(shop.accountId)).toEqual({ jobs: 0, lines: 0 });
+  }, 60_000);
+});
+
+describe('when a 20 MB body of newlines is uploaded', () => {
+  it("should keep answering another account's reads (p99 under 250 ms)", async () => {
+    const [uploader, reader] = [await newShop(), await newShop()];
+    const saved = await env.request('POST', `/api/v1/languages/${reader.language}/products`, {
+      token: reader.token,
+      body: { product: { id: 'R1', name: 'read me' } },
+    });
+    expect(saved.status).toBe(200);
+    // The API alone in its process, as deployed: what slows the reads is the API's own work, not the test's.
+    const { child: api, baseUrl } = await spawnApi(env.config, { BULK_MAX_BYTES: String(MAX_BYTES) });
+    try {
+      const read = async () => {
+        const started = performance.now();
+        const answer = await fetch(`${baseUrl}/api/v2/languages/${reader.language}/products/R1`, {
+          headers: { authorization: `Bearer ${reader.token}` },
+        });
+        await answer.arrayBuffer();
+        expect(answer.status).toBe(200);
+        return performance.now() - started;
+      };
+      // Warm: the first reads of a process compile their code paths.
+      for (let index = 0; index < 10; index += 1) await read();
+
+      // Sent as a client elsewhere would: chunked, each write waiting for the socket to take the previous one.
+      const newlines = Buffer.alloc(64 * 1024, '\n');
+      let uploading = true;
+      const uploadStarted = performance.now();
+      const uploadRequest = http.request(`${baseUrl}/api/v1/languages/${uploader.language}/bulk`, {
+        method: 'POST',
+        agent: false,
+        headers: { ...NDJSON, authorization: `Bearer ${uploader.token}` },
+      });
+      const uploadAnswer = new Promise<{ status: number; body: any }>((resolve, reject) => {
+        uploadRequest.on('error', reject);
+        uploadRequest.on('response', (response) => {
+          const parts: Buffer[] = [];
+          response.on('data', (part: Buffer) => parts.push(part));
+          response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(Buffer.concat(parts).toString()) }));
+        });
+      }).finally(() => {
+        uploading = false;
+      });
+      void (async () => {
+        for (let sent = 0; sent < 20 * 1024 * 1024; sent += newlines.length) {
+          if (!uploadRequest.write(newlines)) await new Promise((resolve) => uploadRequest.once('drain', resolve));
+        }
+        uploadRequest.end();
+      })();
+
+      // Two readers, so that the upload's few seconds give enough reads for a p99; only reads made during it count.
+      const latencies: number[] = [];
+      const reading = async () => {
+        while (uploading) {
+          const ms = await read();
+          if (uploading) latencies.push(ms);
+        }
+      };
+      await Promise.all([reading(), reading()]);
+      const response = await uploadAnswer;
+      const uploadMs = performance.now() - uploadStarted;
+      expect(response.status).toBe(202);
+      expect(response.body.bulk_job.lines).toBe(0);
+
+      latencies.sort((x, y) => x - y);
+      const p99 = latencies[Math.ceil(latencies.length * 0.99) - 1]!;
+      console.log(
+        `20 MB of newlines in ${Math.round(uploadMs)} ms: ${latencies.length} reads meanwhile, p50 ${latencies[latencies.length >> 1]!.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`,
+      );
+      expect(latencies.length).toBeGreaterThan(0);
+      expect(p99).toBeLessThan(250);
+    } finally {
+      await stopProcess(api, 'SIGTERM');
+    }
+  }, 180_000);
+});
+
+describe('when the body is compressed', () => {
+  it('should read a gzip-compressed file as the file itself', async () => {
+    const shop = await newShop();
+    const lines = `${productLines('Z', 3_000)}{"product":{"id":"Z-bad"}}\n`;
+    const answer = await upload(shop, gzipSync(lines), { 'content-encoding': 'gzip' });
+    expect(answer.status).toBe(202);
+    expect(answer.body.bulk_job.lines).toBe(3_001);
+    const job = await waitForJob(shop, answer.headers.get('location')!);
+    expect(job).toMatchObject({ status: 'completed', saved: 3_000, failed: 1 });
+    expect(job.errors).toEqual([{ line: 3_001, error: { error: { message: expect.any(String), missing_parameters: ['name'] } } }]);
+    const read = await env.request('GET', `/api/v2/languages/${shop.language}/products/Z2999`, { token: shop.token });
+    expect(read.status).toBe(200);
+    expect(read.body.name).toBe('n'.repeat(200));
+  });
+
+  it('should answer 400 for a body that is not gzip, keeping nothing', async () => {
+    const shop = await newShop();
+    const answer = await upload(shop, '{"product":{"id":"P1","name":"plain"}}\n', { 'content-encoding': 'gzip' });
+    expect(answer.status).toBe(400);
+    expect(answer.body).toEqual({ error: { message: expect.stringContaining('not valid gzip') } });
+    expect(await kept(shop)).toEqual({ jobs: 0, lines: 0 });
+  });
+
+  it.each(['br', 'deflate', 'compress', 'zstd', 'gzip, gzip'])('should answer 415 for Content-Encoding: %s', async (coding) => {
+    const shop = await newShop();
+    const answer = await upload(shop, '{"product":{"id":"P1","name":"x"}}\n', { 'content-encoding': coding });
+    expect(answer.status).toBe(415);
+    expect(answer.body).toEqual({ error: { message: expect.stringContaining('Content-Encoding: gzip') } });
+  });
+
+  it('should stop a gzip bomb at the size limit, counted after decoding', async () => {
+    const shop = await newShop();
+    // 64 MiB of newlines packs into about 64 KB.
+    const bomb = gzipSync(Buffer.alloc(2 * MAX_BYTES, '\n'));
+    expect(bomb.length).toBeLessThan(MAX_BYTES / 100);
+    const answer = await upload(shop, bomb, { 'content-encoding': 'gzip' });
+    expect(answer.status).toBe(413);
+    expect(answer.body).toEqual({ error: { message: expect.stringContaining(`larger than ${MAX_BYTES} bytes`) } });
+    expect(await kept(shop)).toEqual({ jobs: 0, lines: 0 });
+  });
+
+  it('should refuse a plain body that declares more than the limit before reading it', async () => {
+    const shop = await newShop();
+    const declared = rawUpload(shop, [Buffer.from('{"product"')], { stall: true, headers: { 'content-length': String(MAX_BYTES + 1) } });
+    const answer = await declared.answer;
+    declared.abort();
+    expect(answer.status).toBe(413);
+    expect(answer.ms).toBeLessThan(IDLE_TIMEOUT_MS);
+  });
+});
