@@ -67,7 +67,7 @@ describe('when an NDJSON upload is turned into COPY rows', () => {
   });
 });
 
-describe('when a body holds millions of blank lines', () => {
+describe('when a body holds millions of short or blank lines', () => {
   it('should count them for the numbering of the lines after them, across chunks', async () => {
     const { rows, lines } = await copyRows([Buffer.alloc(100_000, '\n'), '\n \r\n', Buffer.alloc(99_997, '\n'), '{"a":1}\n']);
     expect(rows).toEqual([[200_000, '{"a":1}']]);
@@ -85,8 +85,8 @@ describe('when a body holds millions of blank lines', () => {
         transform.on('data', () => undefined);
         transform.on('end', resolve);
         transform.on('error', reject);
-        // One chunk of 16 MiB of newlines, taken in one call of the transform.
-        transform.end(Buffer.alloc(16 * 1024 * 1024, '\n'));
+        // One chunk of a million short lines, taken in one call of the transform.
+        transform.end(Buffer.from('{}\n'.repeat(1_000_000)));
       });
     } finally {
       clearInterval(ticker);

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'slonik';
@@ -239,6 +240,34 @@ describe('when one account stalls four uploads', () => {
   }, 60_000);
 });
 
+/**
+ * Uploads 20 MB of newlines again and again, as a client elsewhere would (chunked, each write waiting for the
+ * socket), printing each answer as a JSON line. A process of its own: writing to a local socket costs the writer
+ * CPU, which would otherwise slow the test's own reads and be counted as the API's.
+ */
+const NEWLINE_UPLOADER = `
+const http = require('node:http');
+const [url, token] = process.argv.slice(1);
+const newlines = Buffer.alloc(64 * 1024, 10);
+const upload = () => new Promise((resolve, reject) => {
+  const started = Date.now();
+  const request = http.request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/x-ndjson', authorization: 'Bearer ' + token } });
+  request.on('error', reject);
+  request.on('response', (response) => {
+    const parts = [];
+    response.on('data', (part) => parts.push(part));
+    response.on('end', () => resolve({ status: response.statusCode, body: JSON.parse(Buffer.concat(parts).toString()), ms: Date.now() - started }));
+  });
+  (async () => {
+    for (let sent = 0; sent < 20 * 1024 * 1024; sent += newlines.length) {
+      if (!request.write(newlines)) await new Promise((drained) => request.once('drain', drained));
+    }
+    request.end();
+  })();
+});
+(async () => { for (;;) process.stdout.write(JSON.stringify(await upload()) + '\\n'); })();
+`;
+
 describe('when a 20 MB body of newlines is uploaded', () => {
   it("should keep answering another account's reads (p99 under 250 ms)", async () => {
     const [uploader, reader] = [await newShop(), await newShop()];
@@ -262,55 +291,47 @@ describe('when a 20 MB body of newlines is uploaded', () => {
       // Warm: the first reads of a process compile their code paths.
       for (let index = 0; index < 10; index += 1) await read();
 
-      // Sent as a client elsewhere would: chunked, each write waiting for the socket to take the previous one.
-      const newlines = Buffer.alloc(64 * 1024, '\n');
-      let uploading = true;
-      const uploadStarted = performance.now();
-      const uploadRequest = http.request(`${baseUrl}/api/v1/languages/${uploader.language}/bulk`, {
-        method: 'POST',
-        agent: false,
-        headers: { ...NDJSON, authorization: `Bearer ${uploader.token}` },
+      // An upload takes a fraction of a second: files are sent one after another until there are enough reads for a
+      // p99 that a few hiccups of a shared machine do not decide.
+      const client = spawn(
+        process.execPath,
+        ['-e', NEWLINE_UPLOADER, `${baseUrl}/api/v1/languages/${uploader.language}/bulk`, uploader.token],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+      let output = '';
+      client.stdout.on('data', (part: Buffer) => {
+        output += part.toString();
       });
-      const uploadAnswer = new Promise<{ status: number; body: any }>((resolve, reject) => {
-        uploadRequest.on('error', reject);
-        uploadRequest.on('response', (response) => {
-          const parts: Buffer[] = [];
-          response.on('data', (part: Buffer) => parts.push(part));
-          response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(Buffer.concat(parts).toString()) }));
-        });
-      }).finally(() => {
-        uploading = false;
-      });
-      void (async () => {
-        for (let sent = 0; sent < 20 * 1024 * 1024; sent += newlines.length) {
-          if (!uploadRequest.write(newlines)) await new Promise((resolve) => uploadRequest.once('drain', resolve));
-        }
-        uploadRequest.end();
-      })();
-
-      // Two readers, so that the upload's few seconds give enough reads for a p99; only reads made during it count.
       const latencies: number[] = [];
-      const reading = async () => {
-        while (uploading) {
-          const ms = await read();
-          if (uploading) latencies.push(ms);
-        }
-      };
-      await Promise.all([reading(), reading()]);
-      const response = await uploadAnswer;
-      const uploadMs = performance.now() - uploadStarted;
-      expect(response.status).toBe(202);
-      expect(response.body.bulk_job.lines).toBe(0);
+      try {
+        // Reads start with the first upload and go on while the client sends file after file.
+        const deadline = Date.now() + 120_000;
+        while (latencies.length < 500 && Date.now() < deadline) latencies.push(await read());
+      } finally {
+        client.kill();
+      }
+      const uploads = output
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { status: number; body: any; ms: number });
+      expect(uploads.length).toBeGreaterThan(0);
+      for (const upload of uploads) {
+        expect(upload.status).toBe(202);
+        expect(upload.body.bulk_job.lines).toBe(0);
+      }
 
       latencies.sort((x, y) => x - y);
       const p99 = latencies[Math.ceil(latencies.length * 0.99) - 1]!;
       console.log(
-        `20 MB of newlines in ${Math.round(uploadMs)} ms: ${latencies.length} reads meanwhile, p50 ${latencies[latencies.length >> 1]!.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`,
+        `${uploads.length} uploads of 20 MB of newlines (${uploads.map((upload) => upload.ms).join(', ')} ms): ` +
+          `${latencies.length} reads meanwhile, p50 ${latencies[latencies.length >> 1]!.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`,
       );
-      expect(latencies.length).toBeGreaterThan(0);
       expect(p99).toBeLessThan(250);
     } finally {
-      await stopProcess(api, 'SIGTERM');
+      await stopProcess(api);
     }
   }, 180_000);
 });

@@ -142,7 +142,10 @@ export async function checkResponse(
 }
 
 /** Hop-by-hop and framing headers a proxy must not pass on as they are. */
-const NOT_FORWARDED = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'content-encoding', 'upgrade']);
+/** Hop-by-hop headers, and what fetch sets itself. */
+const NOT_FORWARDED = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade']);
+/** Also not passed back: fetch has decoded the response body already (a request body is sent as it came, still encoded). */
+const NOT_PASSED_BACK = new Set([...NOT_FORWARDED, 'content-encoding']);
 
 export interface CheckingProxy {
   /** Where clients send their requests instead of the API. */
@@ -192,7 +195,7 @@ export async function startCheckingProxy(baseUrl: string): Promise<CheckingProxy
       }
       const passed: Record<string, string> = {};
       upstream.headers.forEach((value, name) => {
-        if (!NOT_FORWARDED.has(name)) passed[name] = value;
+        if (!NOT_PASSED_BACK.has(name)) passed[name] = value;
       });
       outgoing.writeHead(upstream.status, { ...passed, 'content-length': String(text.length) });
       outgoing.end(text);
