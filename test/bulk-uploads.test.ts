@@ -277,7 +277,7 @@ describe('when a 20 MB body of newlines is uploaded', () => {
     });
     expect(saved.status).toBe(200);
     // The API alone in its process, as deployed: what slows the reads is the API's own work, not the test's.
-    const { child: api, baseUrl } = await spawnApi(env.config, { BULK_MAX_BYTES: String(MAX_BYTES) });
+    const { child: api, baseUrl } = await spawnApi(env.config);
     try {
       const read = async () => {
         const started = performance.now();
