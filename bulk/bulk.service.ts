@@ -62,9 +62,13 @@ export interface UploadLimits {
   maxBytes: number;
 }
 
-/** How long a job being received stays reserved without news from its API process (then a sweeper removes it). */
-const RECEIVING_LEASE_S = 60;
-const RECEIVING_RENEW_MS = 15_000;
+/**
+ * How long a job being received stays reserved without news from its API
+ * process (then a sweeper removes it and the account's place is free again):
+ * twice the idle timeout, at least 10 s. A live upload renews it four times
+ * per lease; one whose client is silent longer is cut by the API anyway.
+ */
+const receivingLeaseSeconds = (idleTimeoutMs: number) => Math.max(10, Math.ceil((2 * idleTimeoutMs) / 1000));
 
 /** Seconds a client over its account's upload limit is asked to wait. */
 const UPLOAD_LIMIT_RETRY_AFTER_S = 5;
@@ -90,6 +94,7 @@ export async function receiveBulk(
   const { db } = context;
   const language = await requireLanguage(db, context.accountId, languageId);
   const jobId = randomUUID();
+  const leaseSeconds = receivingLeaseSeconds(upload.idleTimeoutMs);
   const opened = await openReceivingJob(
     db,
     {
@@ -101,7 +106,7 @@ export async function receiveBulk(
       requestId: context.requestId,
       apiVersion: generation,
     },
-    { maxUploads: upload.perAccount, leaseSeconds: RECEIVING_LEASE_S },
+    { maxUploads: upload.perAccount, leaseSeconds },
   );
   if (!opened) {
     throw new HttpStatusError(
@@ -110,11 +115,14 @@ export async function receiveBulk(
       { 'Retry-After': String(UPLOAD_LIMIT_RETRY_AFTER_S) },
     );
   }
-  const renewal = setInterval(() => {
-    renewReceivingJob(db, jobId, RECEIVING_LEASE_S).catch((error: Error) =>
-      context.logger.warn({ err: error.message, bulk_job: jobId }, 'could not renew the lease of an upload'),
-    );
-  }, RECEIVING_RENEW_MS);
+  const renewal = setInterval(
+    () => {
+      renewReceivingJob(db, jobId, leaseSeconds).catch((error: Error) =>
+        context.logger.warn({ err: error.message, bulk_job: jobId }, 'could not renew the lease of an upload'),
+      );
+    },
+    (leaseSeconds * 1000) / 4,
+  );
   renewal.unref();
   const splitter = new NdjsonCopyTransform(jobId);
   try {

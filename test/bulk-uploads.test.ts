@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
+import { setPriority } from 'node:os';
 import { gzipSync } from 'node:zlib';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,10 +62,15 @@ interface RawUpload {
  * claim a length it never sends; the answer is checked against /openapi.json
  * like the harness's.
  */
-function rawUpload(shop: Shop, chunks: Buffer[], options: { stall?: boolean; headers?: Record<string, string> } = {}): RawUpload {
+function rawUpload(
+  shop: Shop,
+  chunks: Buffer[],
+  options: { stall?: boolean; headers?: Record<string, string>; baseUrl?: string } = {},
+): RawUpload {
   const path = `/api/v1/languages/${shop.language}/bulk`;
+  const baseUrl = options.baseUrl ?? env.baseUrl;
   const started = Date.now();
-  const request = http.request(`${env.baseUrl}${path}`, {
+  const request = http.request(`${baseUrl}${path}`, {
     method: 'POST',
     agent: false,
     headers: { ...NDJSON, authorization: `Bearer ${shop.token}`, ...options.headers },
@@ -87,7 +93,7 @@ function rawUpload(shop: Shop, chunks: Buffer[], options: { stall?: boolean; hea
           body = undefined;
         }
         const result = { status: response.statusCode!, headers, body, text, ms: Date.now() - started };
-        const check = openApiCheckEnabled ? checkResponse(env.baseUrl, 'POST', path, result) : Promise.resolve();
+        const check = openApiCheckEnabled ? checkResponse(baseUrl, 'POST', path, result) : Promise.resolve();
         check.then(() => resolve(result), reject);
       });
     });
@@ -268,6 +274,38 @@ const upload = () => new Promise((resolve, reject) => {
 (async () => { for (;;) process.stdout.write(JSON.stringify(await upload()) + '\\n'); })();
 `;
 
+describe('when the API process receiving uploads dies', () => {
+  it('should keep nothing of them and give the account its places back once their lease has run out', async () => {
+    const shop = await newShop();
+    const { child: api, baseUrl } = await spawnApi(env.config);
+    const body = Buffer.from(`${productLines('D', 12_000)}{"product"`);
+    const stalled = [0, 1].map(() => rawUpload(shop, [body], { stall: true, baseUrl }));
+    for (const item of stalled) item.answer.catch(() => undefined);
+    await waitFor(
+      'uploads with lines stored',
+      () => receiving(shop.accountId),
+      (now) => now.jobs === 2 && now.lines >= 2 * 5_000,
+    );
+    await stopProcess(api, 'SIGKILL');
+    const line = '{"product":{"id":"after","name":"after the crash"}}\n';
+
+    // Nobody can tell yet whether the process is gone or slow: its uploads keep their places for a while ...
+    const meanwhile = await upload(shop, line);
+    expect(meanwhile.status).toBe(429);
+    expect(await kept(shop)).toMatchObject({ jobs: 0 });
+    // ... until a worker's sweeper removes them with their lines (the lease: twice the idle timeout, at least 10 s).
+    const accepted = await waitFor(
+      'a place again',
+      () => upload(shop, line),
+      (answer) => answer.status === 202,
+      30_000,
+    );
+    expect(await waitForJob(shop, accepted.headers.get('location')!)).toMatchObject({ status: 'completed', lines: 1, saved: 1 });
+    expect(await receiving(shop.accountId)).toEqual({ jobs: 0, lines: 0 });
+    expect(await kept(shop)).toEqual({ jobs: 1, lines: 0 });
+  }, 90_000);
+});
+
 describe('when a 20 MB body of newlines is uploaded', () => {
   it("should keep answering another account's reads (p99 under 250 ms)", async () => {
     const [uploader, reader] = [await newShop(), await newShop()];
@@ -300,6 +338,8 @@ describe('when a 20 MB body of newlines is uploaded', () => {
           stdio: ['ignore', 'pipe', 'inherit'],
         },
       );
+      // The client stands for one elsewhere: on this machine it must not take the CPU the API and the reads need.
+      setPriority(client.pid!, 19);
       let output = '';
       client.stdout.on('data', (part: Buffer) => {
         output += part.toString();
