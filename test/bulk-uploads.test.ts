@@ -293,7 +293,7 @@ describe('when the API process receiving uploads dies', () => {
     const meanwhile = await upload(shop, line);
     expect(meanwhile.status).toBe(429);
     expect(await kept(shop)).toMatchObject({ jobs: 0 });
-    // ... until a worker's sweeper removes them with their lines (the lease: twice the idle timeout, at least 10 s).
+    // ... until their lease runs out (twice the idle timeout, at least 10 s); then a worker's sweeper removes them.
     const accepted = await waitFor(
       'a place again',
       () => upload(shop, line),
@@ -301,7 +301,11 @@ describe('when the API process receiving uploads dies', () => {
       30_000,
     );
     expect(await waitForJob(shop, accepted.headers.get('location')!)).toMatchObject({ status: 'completed', lines: 1, saved: 1 });
-    expect(await receiving(shop.accountId)).toEqual({ jobs: 0, lines: 0 });
+    await waitFor(
+      'abandoned uploads removed',
+      () => receiving(shop.accountId),
+      (now) => now.jobs === 0 && now.lines === 0,
+    );
     expect(await kept(shop)).toEqual({ jobs: 1, lines: 0 });
   }, 90_000);
 });
