@@ -30,6 +30,8 @@ export interface AppDependencies {
   db: Database;
   copyPool: pg.Pool;
   redis: Redis;
+  /** The request limiter's own connection, auto-pipelined: the limits of concurrent requests go to Redis in one write. */
+  limitsRedis: Redis;
   logger: Logger;
   verifier: TokenVerifier;
   notifier: OutboxNotifier;
@@ -53,7 +55,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     logger: deps.logger,
   });
   const limiter = deps.config.RATE_LIMIT_ENABLED
-    ? new RequestLimiter(deps.redis, {
+    ? new RequestLimiter(deps.limitsRedis, {
         prefix: deps.config.QUEUE_PREFIX,
         defaults: { rps: deps.config.RATE_LIMIT_RPS, burst: deps.config.RATE_LIMIT_BURST },
         onRefused: () => metrics.limits.refused.inc({ limiter: 'account' }),

@@ -38,17 +38,17 @@ export async function syncStatus(db: CommonQueryMethods): Promise<{ pending: num
 }
 
 /**
- * The language's changes whose effects are not applied yet, counted up to
- * `atMost` (the count stops there, so asking costs the same however deep the
- * backlog is).
+ * How far behind a language's applier is: the span of write numbers from its
+ * oldest change whose effects are not applied to its newest. That is their
+ * count when one writer fills the language (a bulk file), and an upper bound
+ * otherwise (other languages' changes numbered in between count too). Read
+ * from the two ends of an index: counting them took 12 ms at a backlog of
+ * 10,000, and a bulk file asks before every batch.
  */
-export async function languageBacklog(db: CommonQueryMethods, langKey: number, atMost: number): Promise<number> {
+export async function languageBacklog(db: CommonQueryMethods, langKey: number): Promise<number> {
   return db.oneFirst(sql.type(z.object({ backlog: z.number() }))`
-    SELECT count(*)::int8 AS backlog
-    FROM (
-      SELECT 1 FROM outbox
-      WHERE lang_key = ${langKey} AND failed_at IS NULL
-      LIMIT ${atMost}
-    ) pending
+    SELECT coalesce(max(seq) - min(seq) + 1, 0)::int8 AS backlog
+    FROM outbox
+    WHERE lang_key = ${langKey} AND failed_at IS NULL
   `);
 }

@@ -56,10 +56,10 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
  * @returns false when the slice ran out of time waiting (the next slice goes on).
  */
 async function effectsCaughtUp(db: Database, langKey: number, maxBacklog: number, deadline: number): Promise<boolean> {
-  if ((await languageBacklog(db, langKey, maxBacklog)) < maxBacklog) return true;
+  if ((await languageBacklog(db, langKey)) < maxBacklog) return true;
   while (Date.now() + BACKLOG_POLL_MS < deadline) {
     await new Promise((resolve) => setTimeout(resolve, BACKLOG_POLL_MS));
-    if ((await languageBacklog(db, langKey, maxBacklog)) < maxBacklog / 2) return true;
+    if ((await languageBacklog(db, langKey)) < maxBacklog / 2) return true;
   }
   return false;
 }
