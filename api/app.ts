@@ -9,6 +9,7 @@ import { SignInGuard } from '../auth/sign-in.guard.js';
 import type { TokenVerifier } from '../auth/token-verifier.js';
 import type { Config } from '../platform/config.js';
 import type { Database } from '../platform/db.js';
+import type { PreparedReader } from '../reads/prepared-read.js';
 import type { OutboxNotifier } from '../sync/outbox.notifier.js';
 import type { PreparedWriter } from '../sync/prepared-write.js';
 import type { AppState } from './context.js';
@@ -36,6 +37,7 @@ export interface AppDependencies {
   verifier: TokenVerifier;
   notifier: OutboxNotifier;
   writer: PreparedWriter;
+  reader: PreparedReader;
   queues: Queue[];
 }
 
@@ -51,6 +53,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     db: deps.db,
     copyPool: deps.copyPool,
     writePool: deps.writer.pool,
+    readPool: deps.reader.pool,
     queues: deps.queues,
     logger: deps.logger,
   });
@@ -105,7 +108,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     healthRouter(deps.db, deps.redis),
     oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS, signInGuard('oauth_token')),
     v1Router({ ...interfaceDeps, limiter }),
-    v2Router({ ...interfaceDeps, limiter }),
+    v2Router({ ...interfaceDeps, reader: deps.reader, limiter }),
     adminRouter({ config: deps.config, db: deps.db, queues: deps.queues, notifier: deps.notifier }),
     // Operations: Prometheus scrape and the API description.
     metricsRouter(metrics.registry),

@@ -39,15 +39,21 @@ export interface ApiMetricsSources {
   db: Database;
   copyPool: Pool;
   writePool: Pool;
+  readPool: Pool;
   queues: Queue[];
   logger: Logger;
 }
 
 /** Everything the API's /metrics shows, in a registry of this app's own. */
-export function createApiMetrics({ db, copyPool, writePool, queues, logger }: ApiMetricsSources) {
+export function createApiMetrics({ db, copyPool, writePool, readPool, queues, logger }: ApiMetricsSources) {
   const registry = createMetricsRegistry('api');
   registerQueueMetrics(registry, queues, logger);
   registerOutboxMetrics(registry, db, logger);
-  registerPoolMetrics(registry, { api: slonikPoolUsage(db), write: pgPoolUsage(writePool), copy: pgPoolUsage(copyPool) });
+  registerPoolMetrics(registry, {
+    api: slonikPoolUsage(db),
+    write: pgPoolUsage(writePool),
+    read: pgPoolUsage(readPool),
+    copy: pgPoolUsage(copyPool),
+  });
   return { registry, http: createHttpMetrics(registry), limits: createLimitMetrics(registry) };
 }

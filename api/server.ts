@@ -7,6 +7,7 @@ import { createDatabase } from '../platform/db.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import { createQueues, jobOptionsOf, settleConnections } from '../platform/queue.js';
 import { createRedis } from '../platform/redis.js';
+import { PreparedReader } from '../reads/prepared-read.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { PreparedWriter } from '../sync/prepared-write.js';
 import { createApp } from './app.js';
@@ -29,6 +30,9 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   // Single writes have a pool of their own: one prepared statement per write (sync/prepared-write.ts).
   const writer = new PreparedWriter({ connectionString: config.DATABASE_URL, max: 10, statementTimeoutMs: 30_000 });
   writer.pool.on('error', (error) => logger.warn({ err: error.message }, 'write pool error'));
+  // v2 list pages too: their statement prepared once per connection, with a generic plan (reads/prepared-read.ts).
+  const reader = new PreparedReader({ connectionString: config.DATABASE_URL, max: 10, statementTimeoutMs: 30_000 });
+  reader.pool.on('error', (error) => logger.warn({ err: error.message }, 'read pool error'));
   const redis = createRedis(config.REDIS_URL, 'producer');
   redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   // Every request asks Redis for its account's limit: with auto-pipelining, the requests of one tick share a write
@@ -47,7 +51,19 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   // Bulk uploads stream into Postgres with COPY, which needs plain pg connections.
   const copyPool = new pg.Pool({ connectionString: config.DATABASE_URL, max: 4 });
   copyPool.on('error', (error) => logger.warn({ err: error.message }, 'copy pool error'));
-  const app = createApp({ config, db, copyPool, writer, redis, limitsRedis, logger, verifier, notifier, queues: Object.values(queues) });
+  const app = createApp({
+    config,
+    db,
+    copyPool,
+    writer,
+    reader,
+    redis,
+    limitsRedis,
+    logger,
+    verifier,
+    notifier,
+    queues: Object.values(queues),
+  });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -87,6 +103,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
         await Promise.all(Object.values(queues).map((queue) => queue.close()));
         await db.end();
         await writer.end();
+        await reader.end();
         await copyPool.end();
         redis.disconnect();
         limitsRedis.disconnect();

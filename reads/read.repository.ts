@@ -2,8 +2,9 @@ import { type CommonQueryMethods, type DatabasePool, sql } from 'slonik';
 import { z } from 'zod';
 import { type Language, languageSchema } from '../catalogue/language.schema.js';
 import type { ListKey } from '../catalogue/list-cursor.js';
-import { hasFilters, type ListFilters } from '../catalogue/list-query.schema.js';
+import { hasFilters, type ListFilters, MAX_PER_PAGE } from '../catalogue/list-query.schema.js';
 import type { StoredKind } from '../catalogue/record-kinds.js';
+import type { PreparedReader } from './prepared-read.js';
 
 /**
  * Reads of the v2 lists. Every list is ordered by (created_at, id), the key
@@ -235,9 +236,13 @@ const after = (key: ListKey, prefix?: string) => {
  * from its links and sorted instead. Every branch but the chosen one gets
  * LIMIT 0, so it reads nothing.
  */
-export async function listPage(db: CommonQueryMethods, langKey: number, request: ListRequest): Promise<ListPage> {
-  return db.one(listStatement(langKey, request));
+export async function listPage(reader: PreparedReader, langKey: number, request: ListRequest): Promise<ListPage> {
+  // Prepared with a generic plan unless filtered: a filter's selectivity decides the plan (prepared-read.ts).
+  return reader.one(listStatement(langKey, request), !hasFilters(request.filters));
 }
+
+/** The most rows a page reads: one more than the largest page (a cursor page's look-ahead row). */
+const PAGE_ROWS_BOUND = sql.literalValue(String(MAX_PER_PAGE + 1));
 
 /** The statement of listPage. */
 export function listStatement(langKey: number, request: ListRequest) {
@@ -357,8 +362,9 @@ export function listStatement(langKey: number, request: ListRequest) {
         FROM bounds, anchor
       ) AS chosen
     ),
-    -- The constant LIMIT tells the planner the page is small (it cannot see the window's size).
-    page AS (SELECT id FROM (${sql.join(branches, sql.fragment` UNION ALL `)}) AS branches LIMIT ${request.perPage + 1}::int8),
+    -- The constant LIMIT (in the text, not a parameter: prepared-read.ts plans this statement once for every
+    -- page size) tells the planner the page is small; it cannot see the window's size.
+    page AS (SELECT id FROM (${sql.join(branches, sql.fragment` UNION ALL `)}) AS branches LIMIT ${PAGE_ROWS_BOUND}::int8),
     items AS MATERIALIZED (
       SELECT r.created_at, r.id, row_to_json(item)::text AS json
       FROM page

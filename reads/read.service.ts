@@ -19,6 +19,7 @@ import { requireLanguage } from '../records/language.service.js';
 import { findLiveRecord } from '../records/record.repository.js';
 import type { StoredRecord } from '../sync/write.repository.js';
 import { anchorPosition, noteDeepRead } from './list-anchors.js';
+import type { PreparedReader } from './prepared-read.js';
 import type { ItemPart, ListPosition } from './read.repository.js';
 import {
   beginReadSnapshot,
@@ -43,6 +44,8 @@ import {
 
 export interface ReadContext {
   db: Database;
+  /** The pool of the list pages' prepared statements (prepared-read.ts). */
+  reader: PreparedReader;
   accountId: number;
 }
 
@@ -258,7 +261,7 @@ async function listOf(context: ReadContext, languageId: string, rawQuery: Record
   const position: ListPosition = query.cursor
     ? { type: 'after', key: query.cursor.after }
     : ((deep ? anchorPosition(context.db, langKey, spec.kind, start) : undefined) ?? { type: 'page' });
-  const page = await listPage(context.db, langKey, {
+  const page = await listPage(context.reader, langKey, {
     kind: spec.kind,
     scope,
     filters: query,

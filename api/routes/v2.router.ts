@@ -8,6 +8,7 @@ import { languageV2WriteSchema } from '../../catalogue/language.schema.js';
 import { KINDS, LINE_LISTS, LINK_WRITERS, type LineParent, RECORD_KINDS, STORED_KINDS } from '../../catalogue/record-kinds.js';
 import type { Database } from '../../platform/db.js';
 import { LanguageNotFoundError } from '../../platform/errors.js';
+import type { PreparedReader } from '../../reads/prepared-read.js';
 import {
   getLanguage,
   getRecord,
@@ -41,6 +42,7 @@ export interface V2Dependencies {
   verifier: TokenVerifier;
   notifier: OutboxNotifier;
   writer: PreparedWriter;
+  reader: PreparedReader;
   /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
   limiter: RequestLimiter | undefined;
   uploads: UploadLimits;
@@ -60,7 +62,7 @@ export const V2_DELETABLE = RECORD_KINDS;
  * attribute definitions, bulk files of v2 bodies. Routes come from the catalogue's tables: a new kind
  * or link is a row there, not a route here.
  */
-export function v2Router({ db, copyPool, verifier, notifier, writer, limiter, uploads }: V2Dependencies) {
+export function v2Router({ db, copyPool, verifier, notifier, writer, reader, limiter, uploads }: V2Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v2' });
   router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
   const body = bodyMiddleware();
@@ -68,7 +70,7 @@ export function v2Router({ db, copyPool, verifier, notifier, writer, limiter, up
     const principal = principalOf(ctx);
     return { db, writer, notifier, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId };
   };
-  const reading = (ctx: AppContext): ReadContext => ({ db, accountId: principalOf(ctx).accountId });
+  const reading = (ctx: AppContext): ReadContext => ({ db, reader, accountId: principalOf(ctx).accountId });
   const param = (ctx: AppContext, name: string) => ctx.params[name]!;
   const query = (ctx: AppContext) => ({ ...ctx.query }) as Record<string, unknown>;
   /** Lists arrive serialised (their JSON is built by the database). */

@@ -1,0 +1,103 @@
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import type { QuerySqlToken } from 'slonik';
+import type { z } from 'zod';
+
+/*
+ * The v2 list statement (read.repository.ts `listStatement`) sent through
+ * `pg` directly, as a named prepared statement with a generic plan, on a
+ * pool of its own. Like the single write (sync/prepared-write.ts), it is a
+ * statement every request of its route runs, and slonik can give it neither:
+ *
+ * - Postgres parsed and planned the list statement (a dozen CTEs and
+ *   subqueries) on every page: 1.1-1.6 ms of a page's 4.7 ms of Postgres CPU
+ *   (EXPLAIN ANALYZE "Planning Time"), and most of a sub-listing's. Prepared,
+ *   it is planned once per connection.
+ * - Postgres picks a custom plan per execution unless told otherwise (the
+ *   generic plan's guessed LIMITs made it look dearer), so this pool's
+ *   sessions force generic plans. The statement is written for that: every
+ *   value that shapes the plan (the kind's shape, the scope, which branches
+ *   exist, the page's row bound) is in its text, and only values that do
+ *   not change the plan's shape are parameters.
+ * - JIT is off on these sessions: a generic plan's cost is computed once
+ *   from guessed row counts, and a plan over the JIT threshold would compile
+ *   on every execution (measured 30 ms for a 5 ms page).
+ * - slonik's per-query layers (query id, logger, spans, interceptors) cost
+ *   the API more per page than the rest of the list's own work.
+ *
+ * Only statements without timestamp filters are prepared: a filter's
+ * selectivity decides the plan (index range or not), so filtered lists are
+ * sent unnamed and planned with their values, as before.
+ */
+
+const TIMESTAMPTZ = 1184;
+const INT8 = 20;
+
+/** Rows as the rest of the service sees them (platform/db.ts): ISO 8601 timestamps in UTC, int8 as numbers. */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === TIMESTAMPTZ) return (value: string) => new Date(Date.parse(value)).toISOString();
+    if (oid === INT8) return (value: string) => Number.parseInt(value, 10);
+    return pg.types.getTypeParser(oid, format ?? 'text');
+  },
+};
+
+/** Distinct statement texts are few (kind × scope × position); the names of the last this many are kept. */
+const MAX_NAMES = 1_000;
+
+export interface PreparedReaderOptions {
+  connectionString: string;
+  /** Connections of this pool (v2 list pages only). */
+  max: number;
+  /** Per statement, like the slonik pool's statement timeout. */
+  statementTimeoutMs: number;
+}
+
+/** v2 list pages, one prepared statement per statement shape, on a pool of their own. */
+export class PreparedReader {
+  readonly pool: pg.Pool;
+  private readonly names = new Map<string, string>();
+
+  constructor(options: PreparedReaderOptions) {
+    this.pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.max,
+      idleTimeoutMillis: 10_000,
+      connectionTimeoutMillis: 5_000,
+      statement_timeout: options.statementTimeoutMs,
+      options: '-c plan_cache_mode=force_generic_plan -c jit=off',
+      types,
+    });
+  }
+
+  /** The statement's name: the same text always gets the same name, so each connection prepares it once. */
+  private nameOf(text: string): string {
+    let name = this.names.get(text);
+    if (!name) {
+      if (this.names.size >= MAX_NAMES) this.names.clear();
+      name = `read_${createHash('sha1').update(text).digest('base64url')}`;
+      this.names.set(text, name);
+    }
+    return name;
+  }
+
+  /**
+   * The one row of a slonik statement, validated by its zod type. `prepare`:
+   * as a named statement with a generic plan; otherwise unnamed, planned with its values.
+   */
+  async one<T extends z.ZodTypeAny>(query: QuerySqlToken<T>, prepare: boolean): Promise<z.infer<T>> {
+    // slonik numbers its placeholders $slonik_1, $slonik_2, ... ; Postgres wants $1, $2, ...
+    const text = query.sql.replace(/\$slonik_(\d+)/g, '$$$1');
+    const result = await this.pool.query({
+      ...(prepare ? { name: this.nameOf(text) } : {}),
+      text,
+      values: query.values as unknown[],
+    });
+    if (result.rows.length !== 1) throw new Error(`expected one row, got ${result.rows.length}`);
+    return query.parser.parse(result.rows[0]);
+  }
+
+  end(): Promise<void> {
+    return this.pool.end();
+  }
+}
