@@ -189,6 +189,8 @@ export interface ListRequest {
 }
 
 const listRow = z.object({
+  /** Whether the language is still live: the list's language may come from a cache (read.service.ts). */
+  language_live: z.boolean(),
   parent_live: z.boolean(),
   total: z.number(),
   /** Rows summed for an unfiltered total (record_count_deltas): how far the counter is from folded. */
@@ -382,6 +384,7 @@ export function listStatement(langKey: number, request: ListRequest) {
     ),
     last AS (SELECT ${keyTime(sql.identifier(['created_at']))} AS created_at, id FROM items ORDER BY created_at DESC, id DESC LIMIT 1)
     SELECT
+      EXISTS (SELECT 1 FROM languages WHERE lang_key = ${langKey} AND deleted_at IS NULL) AS language_live,
       ${parentLive} AS parent_live,
       (SELECT total FROM c) AS total,
       (SELECT counter_rows FROM c) AS counter_rows,

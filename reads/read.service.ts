@@ -15,12 +15,12 @@ import { parseOrThrow } from '../catalogue/validation.js';
 import type { Database } from '../platform/db.js';
 import { RecordNotFoundError, ValidationError } from '../platform/errors.js';
 import { toLanguageResponse } from '../records/language.repository.js';
-import { requireLanguage } from '../records/language.service.js';
+import { forgetLanguageForWrites, languageForWrites, requireLanguage } from '../records/language.service.js';
 import { findLiveRecord } from '../records/record.repository.js';
 import type { StoredRecord } from '../sync/write.repository.js';
 import { anchorPosition, noteDeepRead } from './list-anchors.js';
 import type { PreparedReader } from './prepared-read.js';
-import type { ItemPart, ListPosition } from './read.repository.js';
+import type { ItemPart, ListPosition, ListRequest } from './read.repository.js';
 import {
   beginReadSnapshot,
   brandProductIds,
@@ -244,9 +244,12 @@ interface ListSpec {
  * checked in the list's own statement when the query is valid.
  */
 async function listOf(context: ReadContext, languageId: string, rawQuery: Record<string, unknown>, spec: ListSpec): Promise<ListJson> {
-  const langKey = (await requireLanguage(context.db, context.accountId, languageId)).lang_key;
   const schema = spec.querySchema ?? recordListQuerySchema;
   const parsed = schema.safeParse(rawQuery);
+  const refused = !parsed.success || (parsed.data.cursor !== undefined && rawQuery['page'] !== undefined);
+  // The language comes from the process's cache when the list's statement will run, which confirms in its own
+  // snapshot that the language is still live; a query about to be refused looks it up afresh (a 404 comes first).
+  const langKey = (await languageForWrites(context.db, context.accountId, languageId, refused)).lang_key;
   if (spec.parent && (!parsed.success || !isStorableText(spec.parent.id))) {
     await requireLiveRecord(context.db, langKey, spec.parent.kind, spec.parent.id);
   }
@@ -261,7 +264,7 @@ async function listOf(context: ReadContext, languageId: string, rawQuery: Record
   const position: ListPosition = query.cursor
     ? { type: 'after', key: query.cursor.after }
     : ((deep ? anchorPosition(context.db, langKey, spec.kind, start) : undefined) ?? { type: 'page' });
-  const page = await listPage(context.reader, langKey, {
+  const request: ListRequest = {
     kind: spec.kind,
     scope,
     filters: query,
@@ -270,7 +273,13 @@ async function listOf(context: ReadContext, languageId: string, rawQuery: Record
     shape: spec.shape,
     position,
     ...(spec.parent ? { parent: spec.parent } : {}),
-  });
+  };
+  const page = await listPage(context.reader, langKey, request);
+  if (!page.language_live) {
+    // Deleted since it was cached: looked up again, it is gone (404) or created again under a new key.
+    forgetLanguageForWrites(context.db, context.accountId, languageId);
+    return listOf(context, languageId, rawQuery, spec);
+  }
   if (!page.parent_live) throw new RecordNotFoundError(KINDS[spec.parent!.kind].resource);
   if (page.counter_rows > FOLD_COUNTER_ROWS) foldSoon(context.db, langKey, spec.kind, page.counter_rows);
   if (deep && !query.cursor) noteDeepRead(context.db, langKey, spec.kind, start, page.total, page.anchor_valid);

@@ -61,8 +61,9 @@ const writeCaches = new WeakMap<Database, Map<string, { row: LanguageRow; expire
 /**
  * requireLanguage for writes, cached per process: a write checks in its own
  * statement that the language is still live (and reports 'language-gone'),
- * so a stale entry can never land a write in a deleted language. Reads do
- * not use it. `fresh` bypasses the cache.
+ * so a stale entry can never land a write in a deleted language. The v2 list
+ * pages use it too: their statement checks the same (read.service.ts
+ * `listOf`, `language_live`). Other reads do not. `fresh` bypasses the cache.
  * @throws {LanguageNotFoundError}
  */
 export async function languageForWrites(db: Database, accountId: number, languageId: string, fresh = false): Promise<LanguageRow> {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEnvironment, type TestEnvironment } from './support/harness.js';
+import { sql } from 'slonik';
+import { startEnvironment, type TestEnvironment, uniqueName } from './support/harness.js';
 
 let env: TestEnvironment;
 
@@ -151,6 +152,30 @@ describe('when deleteLanguage is called', () => {
       language: { id: 'fr', name: 'Français', code: 'fr', active: null, url: null },
       message: SAVED,
     });
+  });
+});
+
+describe('when a v2 list is read around a delete of its language by another API process', () => {
+  it('should answer 404 once the language is deleted, and list only the new records once it is created again', async () => {
+    const token = await env.token();
+    const id = uniqueName('lang');
+    const language = (name: string) => env.request('POST', '/api/v1/languages/', { token, body: { language: { id, name, code: 'it' } } });
+    const product = (productId: string) =>
+      env.request('POST', `/api/v1/languages/${id}/products`, { token, body: { product: { id: productId, name: productId } } });
+    const list = () => env.request('GET', `/api/v2/languages/${id}/products`, { token });
+    const ids = (response: { body: unknown }) => (response.body as { data: { id: string }[] }).data.map((item) => item.id);
+    expect((await language('Italian')).status).toBe(200);
+    expect((await product('old')).status).toBe(200);
+    // From here this process has the language cached; the list's own statement checks that it is still live.
+    expect(ids(await list())).toEqual(['old']);
+    // Deleted as another API process would (this process's cache is not told).
+    await env.db.query(sql.unsafe`UPDATE languages SET deleted_at = now() WHERE id = ${id} AND deleted_at IS NULL`);
+    expect((await list()).status).toBe(404);
+    expect((await language('Italiano')).status).toBe(200);
+    expect((await product('new')).status).toBe(200);
+    const again = await list();
+    expect(again.status).toBe(200);
+    expect(ids(again)).toEqual(['new']);
   });
 });
 
