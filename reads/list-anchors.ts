@@ -15,7 +15,7 @@ import { type ListPosition, readListAnchors } from './read.repository.js';
  * REFRESH_INTERVAL_MS per list (a list written all the time is walked).
  */
 
-export const ANCHOR_STEP = 5_000;
+export const ANCHOR_STEP = 1_000;
 const REFRESH_INTERVAL_MS = 5_000;
 const MAX_LISTS = 1_000;
 
