@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Pool } from 'pg';
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import {
@@ -12,6 +12,7 @@ import {
   registerQueueMetrics,
   slonikPoolUsage,
 } from '../platform/metrics.js';
+import { anchorStats } from '../reads/list-anchors.js';
 import { outboxCounts } from '../sync/status.repository.js';
 
 /** The outbox backlog: accepted changes whose effects are not applied yet, and changes set aside as failed. */
@@ -44,11 +45,41 @@ export interface ApiMetricsSources {
   logger: Logger;
 }
 
+/** Deep pages of the v2 lists (reads/list-anchors.ts): whether they start from an anchor, and how often anchors are read. */
+export function registerAnchorMetrics(registry: Registry, db: Database): void {
+  // Counted where they happen (per pool, in list-anchors.ts); these counters show those counts at scrape time.
+  new Counter({
+    name: 'sync_list_anchor_reads_total',
+    help: 'Deep-page anchor reads of v2 lists this API process started (outcome read), and those that failed',
+    labelNames: ['outcome'],
+    registers: [registry],
+    collect() {
+      const stats = anchorStats(db);
+      this.reset();
+      this.inc({ outcome: 'read' }, stats.read);
+      this.inc({ outcome: 'failed' }, stats.failed);
+    },
+  });
+  new Counter({
+    name: 'sync_list_deep_pages_total',
+    help: 'v2 list pages starting 1,000 or more items in, by how they started: from an anchor, or walked from the nearer end',
+    labelNames: ['start'],
+    registers: [registry],
+    collect() {
+      const stats = anchorStats(db);
+      this.reset();
+      this.inc({ start: 'anchor' }, stats.fromAnchor);
+      this.inc({ start: 'walked' }, stats.walked);
+    },
+  });
+}
+
 /** Everything the API's /metrics shows, in a registry of this app's own. */
 export function createApiMetrics({ db, copyPool, writePool, readPool, queues, logger }: ApiMetricsSources) {
   const registry = createMetricsRegistry('api');
   registerQueueMetrics(registry, queues, logger);
   registerOutboxMetrics(registry, db, logger);
+  registerAnchorMetrics(registry, db);
   registerPoolMetrics(registry, {
     api: slonikPoolUsage(db),
     write: pgPoolUsage(writePool),

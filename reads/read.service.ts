@@ -18,7 +18,7 @@ import { toLanguageResponse } from '../records/language.repository.js';
 import { forgetLanguageForWrites, languageForWrites, requireLanguage } from '../records/language.service.js';
 import { findLiveRecord } from '../records/record.repository.js';
 import type { StoredRecord } from '../sync/write.repository.js';
-import { anchorPosition, noteDeepRead } from './list-anchors.js';
+import { deepPosition, noteDeepRead } from './list-anchors.js';
 import type { PreparedReader } from './prepared-read.js';
 import type { ItemPart, ListPosition, ListRequest } from './read.repository.js';
 import {
@@ -263,7 +263,7 @@ async function listOf(context: ReadContext, languageId: string, rawQuery: Record
   const deep = scope.type === 'all' && !hasFilters(query);
   const position: ListPosition = query.cursor
     ? { type: 'after', key: query.cursor.after }
-    : ((deep ? anchorPosition(context.db, langKey, spec.kind, start) : undefined) ?? { type: 'page' });
+    : ((deep ? await deepPosition(context.db, langKey, spec.kind, start) : undefined) ?? { type: 'page' });
   const request: ListRequest = {
     kind: spec.kind,
     scope,

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEnvironment, type TestEnvironment, uniqueName } from './support/harness.js';
 
 let env: TestEnvironment;

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ANCHOR_STEP } from '../reads/list-anchors.js';
-import { startEnvironment, type TestEnvironment } from './support/harness.js';
+import { startApi } from '../api/server.js';
+import { ANCHOR_STEP, WAIT_FROM } from '../reads/list-anchors.js';
+import { httpRequest, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { at, ids, openShop, type Shop } from './support/v2-client.js';
 
 /*
@@ -56,6 +57,35 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(async () => {
   await env.close();
+});
+
+describe('when deep pages of a list without anchors are read at once', () => {
+  it('should answer each exactly from one read of the anchors', async () => {
+    // A process of its own: its lists have no anchors yet.
+    const api = await startApi(env.config);
+    try {
+      const baseUrl = `http://127.0.0.1:${api.port}`;
+      const pages = Array.from({ length: 8 }, (_, index) => Math.ceil(WAIT_FROM / PER_PAGE) + 1 + index);
+      const answers = await Promise.all(
+        pages.map((page) =>
+          httpRequest(baseUrl, 'GET', `/api/v2/languages/${shop.lang}/products?per_page=${PER_PAGE}&page=${page}`, { token: shop.token }),
+        ),
+      );
+      for (const [index, response] of answers.entries()) {
+        expect(response.status).toBe(200);
+        expect(response.body.meta).toMatchObject({ current_page: pages[index], per_page: PER_PAGE, total: order.length });
+        expect(ids(response.body.data), `page ${pages[index]}`).toEqual(expectedPage(pages[index]!));
+      }
+      const metrics = await httpRequest(baseUrl, 'GET', '/metrics');
+      expect(metrics.text).toMatch(/^sync_list_anchor_reads_total\{outcome="read"[^}]*\} 1$/m);
+      expect(metrics.text).toMatch(/^sync_list_anchor_reads_total\{outcome="failed"[^}]*\} 0$/m);
+      // Every page waited for the anchors rather than walking the list.
+      expect(metrics.text).toMatch(/^sync_list_deep_pages_total\{start="anchor"[^}]*\} 8$/m);
+      expect(metrics.text).toMatch(/^sync_list_deep_pages_total\{start="walked"[^}]*\} 0$/m);
+    } finally {
+      await api.close();
+    }
+  });
 });
 
 describe('when deep pages of a big list are read', () => {

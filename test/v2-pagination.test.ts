@@ -215,7 +215,7 @@ describe('when a list is walked with cursors', () => {
   });
 
   it.each([
-    ['/products?created_after=' + encodeURIComponent(at(3)) + '&created_before=' + encodeURIComponent(at(13)), range(4, 12)],
+    [`/products?created_after=${encodeURIComponent(at(3))}&created_before=${encodeURIComponent(at(13))}`, range(4, 12)],
     ['/products/p01/variants', ['v01', 'v02', 'v03', 'v04', 'v05', 'v06', 'v07', 'v08', 'v09', 'v10', 'v11', 'v12']],
     ['/categories/c/products', range(1, 12)],
     [`/categories/c/products?created_after=${encodeURIComponent(at(2))}`, range(3, 12)],
