@@ -80,10 +80,21 @@ describe('when the statement of a v2 list is built', () => {
 });
 
 describe("when a page's records are read", () => {
-  it('should probe each by its key in a LIMIT 1 lateral, which no statistics can turn into a scan of the kind', () => {
+  it('should read them in one range scan of the list from the walked edge of the page, not probe each by its key', () => {
     const { text } = build({ kind: 'variant' });
     expect(text).toMatch(
-      /FROM page .*?CROSS JOIN LATERAL \( SELECT id, data, created_at, updated_at FROM records WHERE lang_key = \$slonik_\d+ AND kind = \$slonik_\d+ AND id = page\.id LIMIT 1 \) AS r/,
+      /SELECT id, data, created_at, updated_at FROM records WHERE .*? AND \(created_at, id\) >= \(\(SELECT created_at FROM edge\), \(SELECT id FROM edge\)\) ORDER BY created_at ASC, id ASC/,
+    );
+    expect(text).toMatch(
+      /AND \(created_at, id\) <= \(\(SELECT created_at FROM edge\), \(SELECT id FROM edge\)\) ORDER BY created_at DESC, id DESC/,
+    );
+    expect(text).not.toContain('id = page.id');
+  });
+
+  it("should probe a linked list's rows each by its key in a LIMIT 1 lateral, which no statistics can turn into a scan of the kind", () => {
+    const { text } = build({ scope: { type: 'linked', rel: 'product_category', side: 'a', other: 'C1' } });
+    expect(text).toMatch(
+      /\) AS page CROSS JOIN LATERAL \( SELECT id, data, created_at, updated_at FROM records WHERE lang_key = \$slonik_\d+ AND kind = \$slonik_\d+ AND id = page\.id LIMIT 1 \) AS r/,
     );
     expect(text).not.toMatch(/JOIN records r ON/);
   });
