@@ -38,7 +38,13 @@ export async function linesApplied(db: CommonQueryMethods, langKey: number, jobI
   const rows = await db.any(sql.type(z.object({ job_id: z.string(), lines_applied: z.number() }))`
     WITH oldest AS (
       SELECT coalesce(
-        (SELECT seq FROM outbox WHERE lang_key = ${langKey} AND failed_at IS NULL ORDER BY seq LIMIT 1),
+        (
+          SELECT o.seq FROM outbox o
+          WHERE o.lang_key = ${langKey} AND o.failed_at IS NULL
+            -- From the applier's position: the entries of applied changes before it are not walked.
+            AND o.seq > coalesce((SELECT p.through_seq FROM outbox_applied p WHERE p.lang_key = ${langKey}), 0)
+          ORDER BY o.seq LIMIT 1
+        ),
         9223372036854775807
       ) AS seq
     )

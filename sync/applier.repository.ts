@@ -86,6 +86,37 @@ export async function readOutboxBatch(
   `);
 }
 
+/** Where the language's applier has got (migrations/0018_outbox_applied.sql); 0 before its first batch. */
+export async function appliedThrough(db: CommonQueryMethods, langKey: number): Promise<number> {
+  return (
+    (await db.maybeOneFirst(sql.type(z.object({ through_seq: z.number() }))`
+      SELECT through_seq FROM outbox_applied WHERE lang_key = ${langKey}
+    `)) ?? 0
+  );
+}
+
+/**
+ * Moves the language's position up to `seq`, the last change of a batch (in
+ * the batch's transaction, under the applier lock), but never past a change
+ * still pending: one an operator requeued below a drain that had read past it
+ * keeps the position under it until it is applied.
+ */
+export async function advanceAppliedThrough(tx: Tx, langKey: number, seq: number): Promise<void> {
+  await tx.query(sql.unsafe`
+    WITH current AS (
+      SELECT coalesce((SELECT through_seq FROM outbox_applied WHERE lang_key = ${langKey}), 0) AS seq
+    ),
+    pending AS (
+      SELECT min(o.seq) AS seq
+      FROM outbox o, current
+      WHERE o.lang_key = ${langKey} AND o.seq > current.seq AND o.seq <= ${seq} AND o.failed_at IS NULL
+    )
+    INSERT INTO outbox_applied (lang_key, through_seq)
+    SELECT ${langKey}, coalesce(pending.seq - 1, ${seq}) FROM pending
+    ON CONFLICT (lang_key) DO UPDATE SET through_seq = greatest(outbox_applied.through_seq, excluded.through_seq)
+  `);
+}
+
 export async function deleteOutboxEntries(tx: Tx, seqs: number[]): Promise<void> {
   if (seqs.length === 0) return;
   await tx.query(sql.unsafe`DELETE FROM outbox WHERE seq = ANY(${sql.array(seqs, 'int8')})`);

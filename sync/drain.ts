@@ -3,6 +3,8 @@ import { StatementTimeoutError } from 'slonik';
 import { type Database, isDatabaseUnavailable } from '../platform/db.js';
 import {
   type AuditEntry,
+  advanceAppliedThrough,
+  appliedThrough,
   type ChangeProgress,
   deleteOutboxEntries,
   markOutboxEntryFailed,
@@ -69,7 +71,8 @@ export async function drainLanguage(db: Database, langKey: number, logger: Logge
     batchSize: options.batchSize ?? 2_000,
     sliceSize: options.sliceSize ?? DEFAULT_SLICE_SIZE,
     maxAttempts: options.maxEntryAttempts ?? 3,
-    after: 0,
+    // Changes at or below it are applied or set aside: the drain reads past their deleted index entries.
+    after: await appliedThrough(db, langKey),
   };
   const deadline = Date.now() + (options.budgetMs ?? DEFAULT_RUN_MS);
   let applied = 0;
@@ -238,6 +241,8 @@ async function runBatch(drain: Drain, horizon: number, careful: boolean): Promis
       : await applyAll(tx, entries, drain.sliceSize);
     await insertAuditEntries(tx, result.audits);
     await deleteOutboxEntries(tx, result.seqs);
+    const last = result.seqs.at(-1);
+    if (last !== undefined) await advanceAppliedThrough(tx, drain.langKey, last);
     if (result.partial) await saveChangeProgress(tx, result.partial.seq, result.partial.progress);
     return { result, read: entries.length };
   });

@@ -84,7 +84,7 @@ export class PreparedWriter {
     origin: ChangeOrigin,
     payload: Record<string, unknown>,
   ): Promise<WrittenRecord | null> {
-    const result = await this.pool.query<WriteRow>({
+    const result = await queryRetryingRollbacks(this.pool, {
       ...WRITE_RECORD,
       values: [
         langKey,
@@ -100,7 +100,7 @@ export class PreparedWriter {
         origin.requestId,
       ],
     });
-    const row = result.rows[0];
+    const row = result.rows[0] as WriteRow | undefined;
     if (row?.status !== 'written') return null;
     return { id: row.id, data: row.data, created_at: row.created_at, updated_at: row.updated_at, seq: row.seq };
   }
@@ -109,3 +109,24 @@ export class PreparedWriter {
     return this.pool.end();
   }
 }
+
+/**
+ * As slonik does for every query outside a transaction (its queryRetryLimit,
+ * 5): a statement rolled back by Postgres (SQLSTATE class 40: a deadlock
+ * with the applier or a link writer, a serialization failure) is run again.
+ * It is one statement in its own transaction, so nothing of it was kept; the
+ * retry takes a new write number. Without this, the deadlock Postgres broke
+ * reached the client as a 500.
+ */
+async function queryRetryingRollbacks(pool: pg.Pool, query: pg.QueryConfig): Promise<pg.QueryResult> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await pool.query(query);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (attempt >= ROLLBACK_RETRY_LIMIT || typeof code !== 'string' || !code.startsWith('40')) throw error;
+    }
+  }
+}
+
+const ROLLBACK_RETRY_LIMIT = 5;

@@ -76,21 +76,56 @@ export async function setAsideLanguage(db: CommonQueryMethods, seq: number): Pro
   `);
 }
 
+const targetCondition = (target: { seq: number } | Omit<SetAsideFilter, 'after' | 'limit'>) =>
+  'seq' in target ? sql.fragment`o.failed_at IS NOT NULL AND o.seq = ${target.seq}` : conditions(target);
+
+/** The languages of the set-aside changes named or matching, in lock order. */
+export async function setAsideLanguages(
+  db: CommonQueryMethods,
+  target: { seq: number } | Omit<SetAsideFilter, 'after' | 'limit'>,
+): Promise<readonly number[]> {
+  return db.anyFirst(sql.type(z.object({ lang_key: z.number() }))`
+    SELECT DISTINCT o.lang_key FROM outbox o WHERE ${targetCondition(target)} ORDER BY o.lang_key
+  `);
+}
+
 /**
- * Puts changes back in line, the ones named or all matching: the applier
- * takes them up again, with their attempts counted afresh.
+ * Puts changes back in line, the ones named or all matching, of these
+ * languages: the applier takes them up again, with their attempts counted
+ * afresh. Each language's position (outbox_applied) goes back below its
+ * oldest change requeued, so the applier reads from there again. The caller
+ * holds the languages' applier locks: a batch in flight would otherwise move
+ * the position past a change requeued under it.
  * @returns the changes requeued (number and language).
  */
 export async function requeueSetAside(
   tx: DatabaseTransactionConnection,
   target: { seq: number } | Omit<SetAsideFilter, 'after' | 'limit'>,
+  langKeys: readonly number[],
 ): Promise<ReadonlyArray<{ seq: number; lang_key: number }>> {
-  const where = 'seq' in target ? sql.fragment`o.failed_at IS NOT NULL AND o.seq = ${target.seq}` : conditions(target);
-  return tx.any(sql.type(z.object({ seq: z.number(), lang_key: z.number() }))`
+  const rows = await tx.any(sql.type(z.object({ seq: z.number(), lang_key: z.number() }))`
     UPDATE outbox o SET failed_at = NULL, attempts = 0, last_error = NULL
-    WHERE ${where}
+    WHERE ${targetCondition(target)} AND o.lang_key = ANY(${sql.array(langKeys, 'int8')})
     RETURNING o.seq, o.lang_key
   `);
+  if (rows.length > 0) {
+    await tx.query(sql.unsafe`
+      UPDATE outbox_applied p SET through_seq = least(p.through_seq, r.oldest - 1)
+      FROM (
+        SELECT lang_key, min(seq) AS oldest
+        FROM unnest(${sql.array(
+          rows.map((row) => row.lang_key),
+          'int8',
+        )}, ${sql.array(
+          rows.map((row) => row.seq),
+          'int8',
+        )}) AS t(lang_key, seq)
+        GROUP BY lang_key
+      ) r
+      WHERE p.lang_key = r.lang_key
+    `);
+  }
+  return rows;
 }
 
 export async function deleteSetAside(tx: DatabaseTransactionConnection, seq: number): Promise<void> {

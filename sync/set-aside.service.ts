@@ -9,6 +9,7 @@ import {
   type SetAsideFilter,
   type SetAsideRow,
   setAsideLanguage,
+  setAsideLanguages,
 } from './set-aside.repository.js';
 
 /*
@@ -61,7 +62,12 @@ export async function retrySetAside(
   db: Database,
   target: { seq: number } | { languageId?: string; kind?: string },
 ): Promise<{ seqs: number[]; langKeys: number[] }> {
-  const rows = await db.transaction((tx) => requeueSetAside(tx, target));
+  const rows = await db.transaction(async (tx) => {
+    // The appliers' locks first, in one order (as discard takes its one): see requeueSetAside.
+    const langKeys = await setAsideLanguages(tx, target);
+    for (const langKey of langKeys) await lockApplier(tx, langKey);
+    return requeueSetAside(tx, target, langKeys);
+  });
   return { seqs: rows.map((row) => row.seq).sort((a, b) => a - b), langKeys: [...new Set(rows.map((row) => row.lang_key))] };
 }
 
