@@ -1,5 +1,6 @@
 import { type CommonQueryMethods, type DatabaseTransactionConnection, sql } from 'slonik';
 import { z } from 'zod';
+import { unparsedRows } from '../platform/db.js';
 
 export const bulkJobRow = z.object({
   id: z.string(),
@@ -186,6 +187,8 @@ export async function lockBulkJob(tx: DatabaseTransactionConnection, jobId: stri
 }
 
 const bulkLine = z.object({ line_no: z.number(), line: z.string() });
+/** A batch's lines (a thousand at a time): typed, not parsed (platform/db.ts, unparsedRows). */
+const bulkLineRows = unparsedRows(bulkLine);
 
 /**
  * The next lines after `after`, at most `limit`, and only as many as fit in
@@ -212,7 +215,7 @@ export async function readBulkLines(tx: CommonQueryMethods, jobId: string, after
     `);
     if (last === null) return [];
   }
-  return tx.any(sql.type(bulkLine)`
+  return tx.any(sql.type(bulkLineRows)`
     SELECT line_no, line FROM bulk_lines
     WHERE job_id = ${jobId} AND line_no > ${after} AND line_no <= ${last}
     ORDER BY line_no

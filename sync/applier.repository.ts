@@ -1,5 +1,6 @@
 import { type CommonQueryMethods, type DatabasePool, type DatabaseTransactionConnection, sql } from 'slonik';
 import { z } from 'zod';
+import { unparsedRows } from '../platform/db.js';
 import { waitForLanguageWriters } from './locks.js';
 
 export type { AuditEntry } from './audit.repository.js';
@@ -32,6 +33,14 @@ export const outboxEntry = z.object({
   progress: changeProgress.nullable(),
 });
 export type OutboxEntry = z.infer<typeof outboxEntry>;
+
+/* The row types of the statements a batch runs on thousands of rows: typed, not parsed (platform/db.ts, unparsedRows). */
+const outboxEntryRows = unparsedRows(outboxEntry);
+const serialStateRows = unparsedRows(z.object({ id: z.string(), w_live: z.boolean(), w_ref: z.string().nullable() }));
+const lockedStateRows = unparsedRows(z.object({ id: z.string(), w_live: z.boolean(), w_ref: z.string().nullable(), at: z.string() }));
+const livenessRows = unparsedRows(z.object({ kind: z.string(), id: z.string(), w_live: z.boolean() }));
+const keyRows = unparsedRows(z.object({ kind: z.string(), id: z.string() }));
+const linkRows = unparsedRows(z.object({ writer: z.string(), other: z.string() }));
 
 export const rowState = z.object({
   live: z.boolean(),
@@ -77,7 +86,7 @@ export async function readOutboxBatch(
   limit: number,
   maxBytes: number,
 ): Promise<readonly OutboxEntry[]> {
-  return tx.any(sql.type(outboxEntry)`
+  return tx.any(sql.type(outboxEntryRows)`
     SELECT o.seq, o.lang_key, o.account_id, a.name AS account, o.language_id, o.kind, o.action, o.record_id,
            o.payload, o.actor, o.request_id, o.accepted_at, o.progress
     FROM outbox_batch(${langKey}, ${after}, ${maxSeq}, ${limit}, ${maxBytes}) o
@@ -211,7 +220,7 @@ export async function serialStates(
   ids: readonly string[],
 ): Promise<Map<string, { w_live: boolean; w_ref: string | null }>> {
   if (ids.length === 0) return new Map();
-  const rows = await tx.any(sql.type(z.object({ id: z.string(), w_live: z.boolean(), w_ref: z.string().nullable() }))`
+  const rows = await tx.any(sql.type(serialStateRows)`
     SELECT id, w_live, w_ref FROM records
     WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ANY(${textArray(ids)})
   `);
@@ -227,7 +236,7 @@ export async function serialStates(
 export async function insertStubsMany(tx: Tx, langKey: number, stubs: readonly StubTarget[], content = EMPTY_STUB): Promise<Set<string>> {
   if (stubs.length === 0) return new Set();
   const fields = sql.jsonb(content.fields as never);
-  const rows = await tx.any(sql.type(z.object({ kind: z.string(), id: z.string() }))`
+  const rows = await tx.any(sql.type(keyRows)`
     INSERT INTO records (lang_key, kind, id, data, stamps, live, created_seq, write_seq, created_at, updated_at, w_live, w_ref)
     SELECT ${langKey}, t.kind, t.id, ${fields},
            coalesce((SELECT jsonb_object_agg(k, t.seq) FROM jsonb_object_keys(${fields}) AS k), '{}'),
@@ -551,7 +560,7 @@ export async function markWrittenMany(
   // The probe locks each row as the update would; the update's own snapshot, taken after those locks, sees the rows'
   // latest versions, which nobody else can move until this transaction ends. Only the language's applier writes
   // w_live and w_ref.
-  const found = await tx.any(sql.type(z.object({ id: z.string(), w_live: z.boolean(), w_ref: z.string().nullable(), at: z.string() }))`
+  const found = await tx.any(sql.type(lockedStateRows)`
     SELECT i.id, r.w_live, r.w_ref, r.ctid::text AS at
     FROM unnest(${textArray(rows.map((row) => row.id))}) AS i(id)
     CROSS JOIN LATERAL (
@@ -605,7 +614,7 @@ export async function serialLiveness(
   if (keys.length === 0) return new Map();
   const wanted = new Set(keys.map((key) => targetKey(key.kind, key.id)));
   // Index conditions only (no join), so the scan is bounded by the keys whatever the statistics say.
-  const rows = await tx.any(sql.type(z.object({ kind: z.string(), id: z.string(), w_live: z.boolean() }))`
+  const rows = await tx.any(sql.type(livenessRows)`
     SELECT r.kind, r.id, r.w_live
     FROM records r
     WHERE r.lang_key = ${langKey}
@@ -634,7 +643,7 @@ export async function existingLinks(
   const { mine, other } = linkColumns(side);
   // One index probe per writer (LATERAL): with "= ANY(writers)" and a language the statistics do not know, the
   // planner estimated one row for the whole language and read all of its links, filtering them.
-  const rows = await tx.any(sql.type(z.object({ writer: z.string(), other: z.string() }))`
+  const rows = await tx.any(sql.type(linkRows)`
     SELECT w.writer, l.other
     FROM unnest(${textArray(writers)}) AS w(writer)
     CROSS JOIN LATERAL (
@@ -678,7 +687,7 @@ export async function insertLinkPairs(
   const added = new Map<string, Set<string>>();
   if (pairs.length === 0) return added;
   const { mine, other } = linkColumns(side);
-  const rows = await tx.any(sql.type(z.object({ writer: z.string(), other: z.string() }))`
+  const rows = await tx.any(sql.type(linkRows)`
     INSERT INTO links (lang_key, rel, ${mine}, ${other}, seq)
     SELECT ${langKey}, ${rel}, t.writer, t.other, t.seq
     FROM unnest(
