@@ -12,9 +12,6 @@
 --             the only transactions that write audit entries (the audit
 --             API's horizon relies on that).
 
--- The language lock takers are plpgsql, not sql: Postgres 15 plans the body of an sql
--- function that cannot be inlined on every call (about 50 µs, once per single
--- write), and caches a plpgsql function's plans for the connection.
 CREATE OR REPLACE FUNCTION sync_lock_class(p_lock text) RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT CASE p_lock WHEN 'language' THEN 1 WHEN 'applier' THEN 2 END
@@ -28,17 +25,13 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 
 CREATE OR REPLACE FUNCTION sync_lock_language_shared(p_lang_key bigint) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM pg_advisory_xact_lock_shared(sync_lock_class('language'), sync_lock_key(p_lang_key));
-END
+LANGUAGE sql AS $$
+  SELECT pg_advisory_xact_lock_shared(sync_lock_class('language'), sync_lock_key(p_lang_key))
 $$;
 
 CREATE OR REPLACE FUNCTION sync_lock_language_exclusive(p_lang_key bigint) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM pg_advisory_xact_lock(sync_lock_class('language'), sync_lock_key(p_lang_key));
-END
+LANGUAGE sql AS $$
+  SELECT pg_advisory_xact_lock(sync_lock_class('language'), sync_lock_key(p_lang_key))
 $$;
 
 CREATE OR REPLACE FUNCTION sync_try_lock_applier(p_lang_key bigint) RETURNS boolean
