@@ -99,9 +99,10 @@ function partValue(langKey: number, part: ItemPart) {
     case 'id':
       return sql.fragment`r.id`;
     case 'created_at':
-      return isoText(sql.identifier(['r', 'created_at']));
+      return sql.fragment`t.created_text`;
     case 'updated_at':
-      return isoText(sql.identifier(['r', 'updated_at']));
+      // Most records were never updated: their created_at's text is formatted once for both.
+      return sql.fragment`CASE WHEN r.updated_at = r.created_at THEN t.created_text ELSE ${isoText(sql.identifier(['r', 'updated_at']))} END`;
     case 'field':
       return sql.fragment`r.data -> ${part.field}`;
     case 'custom_attributes':
@@ -109,11 +110,14 @@ function partValue(langKey: number, part: ItemPart) {
     case 'links': {
       const mine = sql.identifier(['l', part.side]);
       const other = sql.identifier(['l', part.side === 'a' ? 'b' : 'a']);
-      return sql.fragment`to_json(ARRAY(
+      // A relation the language has no links of (often 'relevant') is not probed for each item: whether it
+      // has any is read once per statement, in its snapshot, from the primary key (min() is its first entry;
+      // an EXISTS was planned as a scan of the table, generic plans not knowing the relation is empty).
+      return sql.fragment`CASE WHEN (SELECT min(l.a) FROM links l WHERE l.lang_key = ${langKey} AND l.rel = ${part.rel}) IS NOT NULL THEN to_json(ARRAY(
         SELECT ${other} FROM links l
         WHERE l.lang_key = ${langKey} AND l.rel = ${part.rel} AND ${mine} = r.id
         ORDER BY ${other}
-      ))`;
+      )) ELSE '[]'::json END`;
     }
     case 'brand_products':
       return sql.fragment`to_json(ARRAY(
@@ -397,6 +401,7 @@ export function listStatement(langKey: number, request: ListRequest) {
     items AS MATERIALIZED (
       SELECT r.created_at, r.id, row_to_json(item)::text AS json
       FROM page AS r
+      CROSS JOIN LATERAL (SELECT ${isoText(sql.identifier(['r', 'created_at']))} AS created_text) AS t
       CROSS JOIN LATERAL (SELECT ${itemColumns(langKey, request.shape)}) AS item
       ORDER BY r.created_at, r.id
       LIMIT ${request.perPage}::int8
