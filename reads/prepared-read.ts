@@ -87,14 +87,14 @@ export class PreparedReader {
    */
   async one<T extends z.ZodTypeAny>(query: QuerySqlToken<T>, prepare: boolean): Promise<z.infer<T>> {
     // slonik numbers its placeholders $slonik_1, $slonik_2, ... ; Postgres wants $1, $2, ...
-    const text = query.sql.replace(/\$slonik_(\d+)/g, '$$$1');
-    const result = await this.pool.query({
-      ...(prepare ? { name: this.nameOf(text) } : {}),
-      text,
-      values: query.values as unknown[],
-    });
+    return this.oneOf(query.sql.replace(/\$slonik_(\d+)/g, '$$$1'), query.values as unknown[], query.parser, prepare);
+  }
+
+  /** As `one`, for a statement already in Postgres' form (read.repository.ts keeps the list statements built). */
+  async oneOf<T extends z.ZodTypeAny>(text: string, values: unknown[], parser: T, prepare: boolean): Promise<z.infer<T>> {
+    const result = await this.pool.query({ ...(prepare ? { name: this.nameOf(text) } : {}), text, values });
     if (result.rows.length !== 1) throw new Error(`expected one row, got ${result.rows.length}`);
-    return query.parser.parse(result.rows[0]);
+    return parser.parse(result.rows[0]);
   }
 
   end(): Promise<void> {
