@@ -21,6 +21,20 @@ export async function cpuSeconds(pid: number): Promise<number | null> {
   }
 }
 
+/**
+ * Read-like plus write-like system calls a process has made so far (`syscr` +
+ * `syscw` in /proc/PID/io), or null once it is gone: socket reads and writes
+ * are most of a write's kernel cost on loopback.
+ */
+export async function syscalls(pid: number): Promise<number | null> {
+  try {
+    const io = await readFile(`/proc/${pid}/io`, 'utf8');
+    return Number(/syscr:\s+(\d+)/.exec(io)?.[1] ?? 0) + Number(/syscw:\s+(\d+)/.exec(io)?.[1] ?? 0);
+  } catch {
+    return null;
+  }
+}
+
 export async function rssMiB(pid: number): Promise<number | null> {
   try {
     const status = await readFile(`/proc/${pid}/status`, 'utf8');
@@ -40,6 +54,8 @@ export class CpuWatch {
   private readonly startCpu = new Map<string, number>();
   private readonly lastCpu = new Map<string, number>();
   private readonly peakRss = new Map<string, number>();
+  private readonly startCalls = new Map<string, number>();
+  private readonly lastCalls = new Map<string, number>();
   private readonly backendStart = new Map<number, number>();
   private readonly backendLast = new Map<number, number>();
   private readonly timer: NodeJS.Timeout;
@@ -83,10 +99,14 @@ export class CpuWatch {
   private async sample(first: boolean): Promise<void> {
     for (const [name, pid] of Object.entries(this.processes)) {
       if (pid === undefined) continue;
-      const [cpu, rss] = await Promise.all([cpuSeconds(pid), rssMiB(pid)]);
+      const [cpu, rss, calls] = await Promise.all([cpuSeconds(pid), rssMiB(pid), syscalls(pid)]);
       if (cpu !== null) {
         if (first) this.startCpu.set(name, cpu);
         this.lastCpu.set(name, cpu);
+      }
+      if (calls !== null) {
+        if (first) this.startCalls.set(name, calls);
+        this.lastCalls.set(name, calls);
       }
       if (rss !== null) this.peakRss.set(name, Math.max(this.peakRss.get(name) ?? 0, rss));
     }
@@ -98,8 +118,11 @@ export class CpuWatch {
     }
   }
 
-  /** Stops watching; CPU seconds used during the phase per process (`postgres`: the database's backends), peak RSS in MiB. */
-  async stop(): Promise<{ cpu: Record<string, number>; rss: Record<string, number> }> {
+  /**
+   * Stops watching; CPU seconds used during the phase per process (`postgres`: the database's backends), peak RSS in
+   * MiB, and read and write system calls per named process.
+   */
+  async stop(): Promise<{ cpu: Record<string, number>; rss: Record<string, number>; syscalls: Record<string, number> }> {
     clearInterval(this.timer);
     await this.sampling;
     await this.sample(false);
@@ -112,7 +135,8 @@ export class CpuWatch {
       cpu['postgres'] = postgres;
     }
     const rss = Object.fromEntries([...this.peakRss].map(([name, mib]) => [name, Math.round(mib)]));
-    return { cpu, rss };
+    const calls = Object.fromEntries([...this.startCalls].map(([name, start]) => [name, (this.lastCalls.get(name) ?? start) - start]));
+    return { cpu, rss, syscalls: calls };
   }
 }
 

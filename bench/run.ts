@@ -152,6 +152,10 @@ async function copyRows(table: string, columns: string, rows: AsyncIterable<stri
   }
 }
 
+/** System calls per unit of work, to two decimals. */
+const perCall = (calls: number | undefined, units: number): number | null =>
+  calls === undefined || units <= 0 ? null : Math.round((calls * 100) / units) / 100;
+
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted.length === 0 ? null : sorted[Math.floor(sorted.length / 2)]!;
@@ -257,6 +261,8 @@ async function main() {
       non_2xx: ours.non_2xx,
       api_cpu_us: perUnit(cost.cpu['api'], ours.requests),
       floor_cpu_us: perUnit(floorCost.cpu['floor'], floorResult.requests),
+      api_syscalls_per_write: perCall(cost.syscalls['api'], ours.requests),
+      floor_syscalls_per_write: perCall(floorCost.syscalls['floor'], floorResult.requests),
       pg_cpu_us: perUnit(cost.cpu['postgres'], ours.requests),
       floor_pg_cpu_us: perUnit(floorCost.cpu['postgres'], floorResult.requests),
       worker_cpu_us_per_change: perUnit(cost.cpu['worker'], ours.requests),
@@ -497,6 +503,7 @@ function table(): string {
       floorCpu ? (apiCpu / floorCpu).toFixed(2) : '',
       '<= 2',
     );
+    row('API system calls per write', value('writes.api_syscalls_per_write'), value('writes.floor_syscalls_per_write'));
     row('Postgres CPU µs per write', value('writes.pg_cpu_us'), value('writes.floor_pg_cpu_us'));
     row('worker CPU µs per change', value('writes.worker_cpu_us_per_change'));
     row('worker catch-up s', value('writes.catch_up_s'), '', '', '<= 2');
