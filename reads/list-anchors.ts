@@ -19,7 +19,8 @@ import { type ListPosition, readListAnchors } from './read.repository.js';
  * 1M-product list every page 1,000 walked 250,000 index entries (0.17 s of
  * Postgres CPU under load) until the background read finished (0.65 s alone,
  * 2.7 s among those walks), about 100 walks. One read at a time per list
- * (single flight); a page waits at most MAX_WAIT_MS and then walks.
+ * (single flight); a page waits at most MAX_WAIT_MS and then walks, and so do
+ * the pages after it until that read ends.
  */
 
 export const ANCHOR_STEP = 1_000;
@@ -38,6 +39,8 @@ interface ListAnchors {
   refreshedAt: number;
   /** The read under way, which pages of a list without anchors wait for. */
   reading?: Promise<void>;
+  /** A read some page waited MAX_WAIT_MS for in vain: later pages walk rather than wait for it too. */
+  slow?: Promise<void>;
 }
 
 /** Per pool, for /metrics: anchor reads started and failed, and deep pages read from an anchor or walked. */
@@ -110,16 +113,23 @@ function anchorPosition(db: Database, langKey: number, kind: StoredKind, start: 
 /**
  * As anchorPosition, but a page starting WAIT_FROM or more items into a list
  * that has no anchors yet first waits (at most MAX_WAIT_MS) for its anchors
- * to be read, starting the read if none is under way.
+ * to be read, starting the read if none is under way. Once a page has waited
+ * that long for a read, the pages after it walk while that read goes on.
  */
 export async function deepPosition(db: Database, langKey: number, kind: StoredKind, start: number): Promise<ListPosition | undefined> {
   if (start >= WAIT_FROM) {
     const anchors = entry(db, langKey, kind);
     const reading = anchors.snapshot === undefined ? refresh(db, langKey, kind, anchors) : undefined;
-    if (reading) {
+    if (reading && reading !== anchors.slow) {
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([reading, new Promise((resolve) => (timer = setTimeout(resolve, MAX_WAIT_MS)))]);
+      const waited = await Promise.race([
+        reading.then(() => true),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), MAX_WAIT_MS);
+        }),
+      ]);
       clearTimeout(timer);
+      if (!waited) anchors.slow = reading;
     }
   }
   return anchorPosition(db, langKey, kind, start);
