@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import type { QuerySqlToken } from 'slonik';
 import type { z } from 'zod';
+import { createStatementPool, type StatementPoolOptions } from '../platform/statement-pool.js';
 
 /*
  * The v2 list statement (read.repository.ts `listStatement`) sent through
@@ -30,28 +31,11 @@ import type { z } from 'zod';
  * sent unnamed and planned with their values, as before.
  */
 
-const TIMESTAMPTZ = 1184;
-const INT8 = 20;
-
-/** Rows as the rest of the service sees them (platform/db.ts): ISO 8601 timestamps in UTC, int8 as numbers. */
-const types = {
-  getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === TIMESTAMPTZ) return (value: string) => new Date(Date.parse(value)).toISOString();
-    if (oid === INT8) return (value: string) => Number.parseInt(value, 10);
-    return pg.types.getTypeParser(oid, format ?? 'text');
-  },
-};
-
 /** Distinct statement texts are few (kind × scope × position); the names of the last this many are kept. */
 const MAX_NAMES = 1_000;
 
-export interface PreparedReaderOptions {
-  connectionString: string;
-  /** Connections of this pool (v2 list pages only). */
-  max: number;
-  /** Per statement, like the slonik pool's statement timeout. */
-  statementTimeoutMs: number;
-}
+/** The list pages' own pool (their connections only); its sessions' settings are this file's. */
+export type PreparedReaderOptions = Omit<StatementPoolOptions, 'options' | 'applicationName'>;
 
 /** v2 list pages, one prepared statement per statement shape, on a pool of their own. */
 export class PreparedReader {
@@ -59,14 +43,9 @@ export class PreparedReader {
   private readonly names = new Map<string, string>();
 
   constructor(options: PreparedReaderOptions) {
-    this.pool = new pg.Pool({
-      connectionString: options.connectionString,
-      max: options.max,
-      idleTimeoutMillis: 10_000,
-      connectionTimeoutMillis: 5_000,
-      statement_timeout: options.statementTimeoutMs,
+    this.pool = createStatementPool({
+      ...options,
       options: '-c plan_cache_mode=force_generic_plan -c jit=off',
-      types,
     });
   }
 

@@ -1,5 +1,6 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { StoredKind } from '../catalogue/record-kinds.js';
+import { createStatementPool, type StatementPoolOptions } from '../platform/statement-pool.js';
 import type { ChangeOrigin, RecordTimes, WrittenRecord } from './write.repository.js';
 
 /*
@@ -19,18 +20,6 @@ import type { ChangeOrigin, RecordTimes, WrittenRecord } from './write.repositor
  * (write.repository.ts `writeRecord`): both call the same SQL function.
  */
 
-const TIMESTAMPTZ = 1184;
-const INT8 = 20;
-
-/** Rows as the rest of the service sees them (platform/db.ts): ISO 8601 timestamps in UTC, int8 as numbers. */
-const types = {
-  getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === TIMESTAMPTZ) return (value: string) => new Date(Date.parse(value)).toISOString();
-    if (oid === INT8) return (value: string) => Number.parseInt(value, 10);
-    return pg.types.getTypeParser(oid, format ?? 'text');
-  },
-};
-
 const WRITE_RECORD = {
   name: 'write_record',
   text: `SELECT status, id, data, created_at, updated_at, seq
@@ -46,29 +35,15 @@ interface WriteRow {
   seq: number;
 }
 
-export interface PreparedWriterOptions {
-  connectionString: string;
-  /** Connections of this pool (single writes only). */
-  max: number;
-  /** Per statement, like the slonik pool's statement timeout. */
-  statementTimeoutMs: number;
-  applicationName?: string;
-}
+/** The single writes' own pool (their connections only). */
+export type PreparedWriterOptions = Omit<StatementPoolOptions, 'options'>;
 
 /** Single writes of records, one prepared statement per write, on a pool of their own. */
 export class PreparedWriter {
   readonly pool: pg.Pool;
 
   constructor(options: PreparedWriterOptions) {
-    this.pool = new pg.Pool({
-      connectionString: options.connectionString,
-      max: options.max,
-      idleTimeoutMillis: 10_000,
-      connectionTimeoutMillis: 5_000,
-      statement_timeout: options.statementTimeoutMs,
-      application_name: options.applicationName,
-      types,
-    });
+    this.pool = createStatementPool(options);
   }
 
   /**
