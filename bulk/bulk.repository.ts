@@ -1,6 +1,7 @@
 import { type CommonQueryMethods, type DatabaseTransactionConnection, sql } from 'slonik';
 import { z } from 'zod';
 import { unparsedRows } from '../platform/db.js';
+import { appliedThroughOf } from '../sync/applier.repository.js';
 
 export const bulkJobRow = z.object({
   id: z.string(),
@@ -43,7 +44,7 @@ export async function linesApplied(db: CommonQueryMethods, langKey: number, jobI
           SELECT o.seq FROM outbox o
           WHERE o.lang_key = ${langKey} AND o.failed_at IS NULL
             -- From the applier's position: the entries of applied changes before it are not walked.
-            AND o.seq > coalesce((SELECT p.through_seq FROM outbox_applied p WHERE p.lang_key = ${langKey}), 0)
+            AND o.seq > ${appliedThroughOf(langKey)}
           ORDER BY o.seq LIMIT 1
         ),
         9223372036854775807

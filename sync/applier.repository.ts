@@ -95,13 +95,16 @@ export async function readOutboxBatch(
   `);
 }
 
-/** Where the language's applier has got (migrations/0018_outbox_applied.sql); 0 before its first batch. */
+/**
+ * Where the language's applier has got (migrations/0018_outbox_applied.sql), as an SQL expression: 0 before its
+ * first batch. Every look for a language's pending changes starts past it.
+ */
+export const appliedThroughOf = (langKey: number) =>
+  sql.fragment`coalesce((SELECT p.through_seq FROM outbox_applied p WHERE p.lang_key = ${langKey}), 0)`;
+
+/** Where the language's applier has got; 0 before its first batch. */
 export async function appliedThrough(db: CommonQueryMethods, langKey: number): Promise<number> {
-  return (
-    (await db.maybeOneFirst(sql.type(z.object({ through_seq: z.number() }))`
-      SELECT through_seq FROM outbox_applied WHERE lang_key = ${langKey}
-    `)) ?? 0
-  );
+  return db.oneFirst(sql.type(z.object({ through_seq: z.number() }))`SELECT ${appliedThroughOf(langKey)} AS through_seq`);
 }
 
 /**
@@ -113,7 +116,7 @@ export async function appliedThrough(db: CommonQueryMethods, langKey: number): P
 export async function advanceAppliedThrough(tx: Tx, langKey: number, seq: number): Promise<void> {
   await tx.query(sql.unsafe`
     WITH current AS (
-      SELECT coalesce((SELECT through_seq FROM outbox_applied WHERE lang_key = ${langKey}), 0) AS seq
+      SELECT ${appliedThroughOf(langKey)} AS seq
     ),
     pending AS (
       SELECT min(o.seq) AS seq

@@ -1,5 +1,6 @@
 import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
+import { appliedThroughOf } from './applier.repository.js';
 
 /*
  * What `sync-status` counts (CONTRACT 7 and 9), defined here only.
@@ -52,6 +53,6 @@ export async function languageBacklog(db: CommonQueryMethods, langKey: number): 
     SELECT coalesce(max(o.seq) - min(o.seq) + 1, 0)::int8 AS backlog
     FROM outbox o
     WHERE o.lang_key = ${langKey} AND o.failed_at IS NULL
-      AND o.seq > coalesce((SELECT p.through_seq FROM outbox_applied p WHERE p.lang_key = ${langKey}), 0)
+      AND o.seq > ${appliedThroughOf(langKey)}
   `);
 }
