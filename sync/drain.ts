@@ -36,13 +36,11 @@ export interface DrainOptions {
   budgetMs?: number;
   /** An entry that fails this many times is set aside as failed (sync-status `failed`). */
   maxEntryAttempts?: number;
-  /** How long a run waits for more changes after a round that applied only a few (LINGER_BELOW); 0: never. */
-  lingerMs?: number;
 }
 
 /**
  * A round of a run (a horizon, then batches) that applied fewer changes than
- * this waits `lingerMs` (40 by default) before the next. Under a steady
+ * this waits LINGER_MS before the next. Under a steady
  * stream of single writes a run otherwise went round as fast as it could,
  * each round taking the few changes that came during the last: about 16 per
  * round at 950 writes a second, each round paying the horizon's exclusive
@@ -53,7 +51,7 @@ export interface DrainOptions {
  * round that found a full batch.
  */
 const LINGER_BELOW = 200;
-const DEFAULT_LINGER_MS = 40;
+const LINGER_MS = 40;
 
 export const DEFAULT_SLICE_SIZE = 5_000;
 
@@ -92,13 +90,12 @@ export async function drainLanguage(db: Database, langKey: number, logger: Logge
     after: await appliedThrough(db, langKey),
   };
   const deadline = Date.now() + (options.budgetMs ?? DEFAULT_RUN_MS);
-  const lingerMs = options.lingerMs ?? DEFAULT_LINGER_MS;
   let applied = 0;
   let more = false;
   let lastRound: number | undefined;
   while (Date.now() < deadline) {
-    if (lastRound !== undefined && lastRound < LINGER_BELOW && lingerMs > 0) {
-      await new Promise((resolve) => setTimeout(resolve, Math.min(lingerMs, Math.max(deadline - Date.now(), 0))));
+    if (lastRound !== undefined && lastRound < LINGER_BELOW) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(LINGER_MS, Math.max(deadline - Date.now(), 0))));
     }
     const before = applied;
     const horizon = await readHorizon(db, langKey);

@@ -69,17 +69,10 @@ export async function lockSetAside(tx: DatabaseTransactionConnection, seq: numbe
   `);
 }
 
-/** The language of a set-aside change, read without a lock (to take the applier lock first). */
-export async function setAsideLanguage(db: CommonQueryMethods, seq: number): Promise<number | null> {
-  return db.maybeOneFirst(sql.type(z.object({ lang_key: z.number() }))`
-    SELECT lang_key FROM outbox WHERE seq = ${seq} AND failed_at IS NOT NULL
-  `);
-}
-
 const targetCondition = (target: { seq: number } | Omit<SetAsideFilter, 'after' | 'limit'>) =>
   'seq' in target ? sql.fragment`o.failed_at IS NOT NULL AND o.seq = ${target.seq}` : conditions(target);
 
-/** The languages of the set-aside changes named or matching, in lock order. */
+/** The languages of the set-aside changes named or matching, in lock order (read without a lock, to take the applier locks first). */
 export async function setAsideLanguages(
   db: CommonQueryMethods,
   target: { seq: number } | Omit<SetAsideFilter, 'after' | 'limit'>,

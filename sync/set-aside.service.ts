@@ -8,7 +8,6 @@ import {
   requeueSetAside,
   type SetAsideFilter,
   type SetAsideRow,
-  setAsideLanguage,
   setAsideLanguages,
 } from './set-aside.repository.js';
 
@@ -78,8 +77,8 @@ export async function retrySetAside(
  * @returns the change as it was, or null when no such change is set aside.
  */
 export async function discardSetAside(db: Database, seq: number, operator: Operator) {
-  const langKey = await setAsideLanguage(db, seq);
-  if (langKey === null) return null;
+  const [langKey] = await setAsideLanguages(db, { seq });
+  if (langKey === undefined) return null;
   return db.transaction(async (tx) => {
     await lockApplier(tx, langKey);
     const row = await lockSetAside(tx, seq);
