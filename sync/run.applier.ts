@@ -178,13 +178,10 @@ export async function applyRun(
       removed.set(link.writer, others);
     }
     const have = new Set(existing.map((link) => targetKey(link.writer, link.other)));
-    const added = await insertLinkPairs(
-      tx,
-      langKey,
-      list.rel,
-      list.side,
-      pairs.filter((pair) => !have.has(targetKey(pair.writer, pair.other))),
-    );
+    const fresh = pairs.filter((pair) => !have.has(targetKey(pair.writer, pair.other)));
+    await insertLinkPairs(tx, langKey, list.rel, list.side, fresh);
+    const added = new Map<string, Set<string>>();
+    for (const pair of fresh) added.set(pair.writer, (added.get(pair.writer) ?? new Set()).add(pair.other));
     linkChanges.set(field, { removed, added });
   }
 

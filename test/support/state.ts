@@ -1,4 +1,5 @@
 import { sql } from 'slonik';
+import { compareKeys } from '../../catalogue/key-order.js';
 import type { TestEnvironment } from './harness.js';
 
 /**
@@ -78,7 +79,7 @@ export async function linksOf(env: TestEnvironment, languageId: string, rel: Lin
   `);
   return rows
     .map((row): [string, string] => [String(row['a']), String(row['b'])])
-    .sort((x, y) => (x[0] === y[0] ? compare(x[1], y[1]) : compare(x[0], y[0])));
+    .sort((x, y) => (x[0] === y[0] ? compareKeys(x[1], y[1]) : compareKeys(x[0], y[0])));
 }
 
 /** The audit entries of a language, oldest first, optionally of one kind and record. */
@@ -107,8 +108,6 @@ export async function recordCount(env: TestEnvironment, langKey: number): Promis
 export async function linkCount(env: TestEnvironment, langKey: number): Promise<number> {
   return Number(await env.db.oneFirst(sql.unsafe`SELECT count(*) FROM links WHERE lang_key = ${langKey}`));
 }
-
-const compare = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
 
 /** A data field of a stored record as the API shows it: absent is null. */
 export const field = (row: StoredRow | null, name: string): unknown => (row ? (row.data[name] ?? null) : undefined);
