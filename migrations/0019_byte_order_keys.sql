@@ -11,7 +11,10 @@
 -- and UTF-8 bytes sort in code point order. Under a language's collation
 -- (en_US.UTF-8), lists and cursors now follow byte order ('B' before 'a')
 -- instead of dictionary order, the same on every server
--- (docs/decisions.md, "Hot paths").
+-- (docs/decisions.md, "Hot paths"). It is also the order the set-based
+-- applier puts a writer's links in, in JavaScript, to audit their removal as
+-- the index lists them (catalogue/key-order.ts): under a dictionary collation
+-- the two disagreed.
 --
 -- Only the collation changes: the tables are not rewritten, their indexes
 -- on these columns are rebuilt.
