@@ -166,7 +166,7 @@ export async function applyRun(
   for (const [key, target] of missing) stubAudits.set(key, auditOf(target.entry, target.kind, target.id, 'stub', SYSTEM, {}));
 
   // Each writer's links become exactly its pairs: the ones it had and did not list go (in index order), the new ones come.
-  const linkChanges = new Map<string, { removed: Map<string, string[]>; added: Map<string, Set<string>> }>();
+  const linkChanges = new Map<string, { removed: Map<string, string[]>; had: Set<string> }>();
   for (const [field, { list, pairs, existing }] of byList) {
     const wanted = new Set(pairs.map((pair) => targetKey(pair.writer, pair.other)));
     const gone = existing.filter((link) => !wanted.has(targetKey(link.writer, link.other)));
@@ -177,12 +177,15 @@ export async function applyRun(
       others.push(link.other);
       removed.set(link.writer, others);
     }
-    const have = new Set(existing.map((link) => targetKey(link.writer, link.other)));
-    const fresh = pairs.filter((pair) => !have.has(targetKey(pair.writer, pair.other)));
-    await insertLinkPairs(tx, langKey, list.rel, list.side, fresh);
-    const added = new Map<string, Set<string>>();
-    for (const pair of fresh) added.set(pair.writer, (added.get(pair.writer) ?? new Set()).add(pair.other));
-    linkChanges.set(field, { removed, added });
+    const had = new Set(existing.map((link) => targetKey(link.writer, link.other)));
+    await insertLinkPairs(
+      tx,
+      langKey,
+      list.rel,
+      list.side,
+      pairs.filter((pair) => !had.has(targetKey(pair.writer, pair.other))),
+    );
+    linkChanges.set(field, { removed, had });
   }
 
   const audits: AuditEntry[] = [];
@@ -203,9 +206,10 @@ export async function applyRun(
       const change = linkChanges.get(field)!;
       for (const other of change.removed.get(entry.record_id) ?? [])
         audits.push(auditOf(entry, kind, entry.record_id, 'unlink', SYSTEM, { [field]: other }));
-      const added = change.added.get(entry.record_id);
+      // Every pair the writer did not have was inserted (insertLinkPairs adds them all).
       for (const other of step.ids)
-        if (added?.has(other)) audits.push(auditOf(entry, kind, entry.record_id, 'link', SYSTEM, { [field]: other }));
+        if (!change.had.has(targetKey(entry.record_id, other)))
+          audits.push(auditOf(entry, kind, entry.record_id, 'link', SYSTEM, { [field]: other }));
     }
   }
   return { audits, used: run.reduce((sum, planned) => sum + planned.units, 0) + linksSeen };
