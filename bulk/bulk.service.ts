@@ -409,6 +409,10 @@ async function applyBatchOnce(
     const savedBefore = saved;
     try {
       return await tx.transaction(async (savepoint) => {
+        // slonik runs this again after a deadlock or a serialization failure: each attempt starts from the line alone.
+        saved = savedBefore;
+        run = [];
+        runKeys = new Set();
         const outcome = await applyLine(savepoint, text);
         if (outcome === 'ok' && !(await flush(savepoint))) return 'language-gone';
         return outcome;

@@ -159,6 +159,46 @@ describe('when Postgres refuses one line of a bulk file for a reason no validati
   });
 });
 
+describe('when a line taken alone meets a deadlock and slonik takes its savepoint again', () => {
+  it('should count the line once', async () => {
+    // The record 'twice' is refused for a reason no line explains (the batch goes line by line), then once with
+    // deadlock_detected, which slonik answers by running the savepoint's handler again.
+    await env.db.query(sql.unsafe`CREATE SEQUENCE test_twice_calls`);
+    await env.db.query(sql.unsafe`
+      CREATE FUNCTION test_twice() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        CASE nextval('test_twice_calls')
+          WHEN 1 THEN RAISE EXCEPTION 'refused by the test';
+          WHEN 2 THEN RAISE EXCEPTION 'deadlock made by the test' USING ERRCODE = 'deadlock_detected';
+          ELSE RETURN NEW;
+        END CASE;
+      END $$
+    `);
+    await env.db.query(sql.unsafe`
+      CREATE TRIGGER test_twice BEFORE INSERT ON records FOR EACH ROW WHEN (NEW.id = 'twice') EXECUTE FUNCTION test_twice()
+    `);
+    try {
+      const job = await upload([
+        '{"product":{"id":"before-twice","name":"a"}}',
+        '{"product":{"id":"twice","name":"b"}}',
+        '{"product":{"id":"after-twice","name":"c"}}',
+      ]);
+      expect(job).toMatchObject({ status: 'completed', lines: 3, saved: 3, failed: 0, errors: [] });
+      expect(await liveProducts(['after-twice', 'before-twice', 'twice'])).toEqual(['after-twice', 'before-twice', 'twice']);
+      // Written once: one change, so one audit entry, as the line sent alone would make.
+      await env.drain();
+      const audits = await env.db.anyFirst(sql.type(z.object({ action: z.string() }))`
+        SELECT action FROM audit_log WHERE kind = 'product' AND record_id = 'twice'
+      `);
+      expect(audits).toEqual(['create']);
+    } finally {
+      await env.db.query(sql.unsafe`DROP TRIGGER test_twice ON records`);
+      await env.db.query(sql.unsafe`DROP FUNCTION test_twice()`);
+      await env.db.query(sql.unsafe`DROP SEQUENCE test_twice_calls`);
+    }
+  });
+});
+
 describe('when a bulk file cannot go on whatever its lines say', () => {
   it('should end the job failed with a reason after a few attempts, keeping what was applied', async () => {
     // Every batch fails where it records its progress: no line is to blame.
