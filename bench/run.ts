@@ -35,6 +35,8 @@ const PHASES = new Set((process.env['BENCH_PHASES'] ?? 'writes,bulk,reads').spli
 /** When set, the API and worker write V8 CPU profiles (--cpu-prof) into this directory. */
 const PROFILE_DIR = process.env['BENCH_PROFILE_DIR'];
 const RATE_LIMIT = process.env['BENCH_RATE_LIMIT'] ?? 'on';
+/** When set, the bench database is left behind (its name is logged), to look into a figure with psql afterwards. */
+const KEEP_DATABASE = Boolean(process.env['BENCH_KEEP_DATABASE']);
 
 const databaseName = `commerce_bench_${process.pid}`;
 const databaseUrl = `${POSTGRES}/${databaseName}`;
@@ -567,10 +569,13 @@ try {
 } finally {
   for (const child of children) child.kill('SIGTERM');
   await sleep(1000);
-  const admin = new pg.Client({ connectionString: `${POSTGRES}/postgres` });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
-  await admin.end();
+  if (KEEP_DATABASE) log(`kept database ${databaseName}`);
+  else {
+    const admin = new pg.Client({ connectionString: `${POSTGRES}/postgres` });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
+    await admin.end();
+  }
   results['finished_at'] = new Date().toISOString();
   await writeFile(new URL('./results.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(`${table()}\n`);
