@@ -83,6 +83,27 @@ async function upload(lines: string[]) {
   }
 }
 
+type Fragment = ReturnType<typeof sql.fragment>;
+
+/**
+ * Runs `run` while inserting into `table` (the rows `when` selects) runs the
+ * plpgsql `body` first: a fault of the test's own database. Fragments, not
+ * values: DDL takes no parameters.
+ */
+async function withInsertFault(table: 'records' | 'bulk_marks', when: Fragment, body: Fragment, run: () => Promise<void>) {
+  const target = sql.identifier([table]);
+  await env.db.query(sql.unsafe`CREATE FUNCTION test_fault() RETURNS trigger LANGUAGE plpgsql AS $$ ${body} $$`);
+  await env.db.query(sql.unsafe`
+    CREATE TRIGGER test_fault BEFORE INSERT ON ${target} FOR EACH ROW WHEN (${when}) EXECUTE FUNCTION test_fault()
+  `);
+  try {
+    await run();
+  } finally {
+    await env.db.query(sql.unsafe`DROP TRIGGER test_fault ON ${target}`);
+    await env.db.query(sql.unsafe`DROP FUNCTION test_fault()`);
+  }
+}
+
 async function liveProducts(ids: string[]) {
   return env.db.anyFirst(sql.type(z.object({ id: z.string() }))`
     SELECT r.id FROM records r JOIN languages l ON l.lang_key = r.lang_key
@@ -135,27 +156,22 @@ describe('when every line of a bulk file is a shape that is not a valid record',
 
 describe('when Postgres refuses one line of a bulk file for a reason no validation knows', () => {
   it('should report that line with the generic error and store the lines around it', async () => {
-    // A fault of the test's own database: inserting the record 'explode' fails.
-    await env.db.query(sql.unsafe`
-      CREATE FUNCTION test_explode() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION 'refused by the test'; END $$
-    `);
-    await env.db.query(sql.unsafe`
-      CREATE TRIGGER test_explode BEFORE INSERT ON records FOR EACH ROW WHEN (NEW.id = 'explode') EXECUTE FUNCTION test_explode()
-    `);
-    try {
-      const job = await upload([
-        '{"product":{"id":"around-1","name":"a"}}',
-        '{"product":{"id":"explode","name":"b"}}',
-        '{"product":{"id":"around-2","name":"c"}}',
-      ]);
-      expect(job).toMatchObject({ status: 'completed', lines: 3, saved: 2, failed: 1 });
-      expect(job.errors).toEqual([{ line: 2, error: { error: 'The request cannot be processed at this moment' } }]);
-      expect(await liveProducts(['around-1', 'around-2', 'explode'])).toEqual(['around-1', 'around-2']);
-    } finally {
-      await env.db.query(sql.unsafe`DROP TRIGGER test_explode ON records`);
-      await env.db.query(sql.unsafe`DROP FUNCTION test_explode()`);
-    }
+    // Inserting the record 'explode' fails.
+    await withInsertFault(
+      'records',
+      sql.fragment`NEW.id = 'explode'`,
+      sql.fragment`BEGIN RAISE EXCEPTION 'refused by the test'; END`,
+      async () => {
+        const job = await upload([
+          '{"product":{"id":"around-1","name":"a"}}',
+          '{"product":{"id":"explode","name":"b"}}',
+          '{"product":{"id":"around-2","name":"c"}}',
+        ]);
+        expect(job).toMatchObject({ status: 'completed', lines: 3, saved: 2, failed: 1 });
+        expect(job.errors).toEqual([{ line: 2, error: { error: 'The request cannot be processed at this moment' } }]);
+        expect(await liveProducts(['around-1', 'around-2', 'explode'])).toEqual(['around-1', 'around-2']);
+      },
+    );
   });
 });
 
@@ -164,36 +180,35 @@ describe('when a line taken alone meets a deadlock and slonik takes its savepoin
     // The record 'twice' is refused for a reason no line explains (the batch goes line by line), then once with
     // deadlock_detected, which slonik answers by running the savepoint's handler again.
     await env.db.query(sql.unsafe`CREATE SEQUENCE test_twice_calls`);
-    await env.db.query(sql.unsafe`
-      CREATE FUNCTION test_twice() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        CASE nextval('test_twice_calls')
-          WHEN 1 THEN RAISE EXCEPTION 'refused by the test';
-          WHEN 2 THEN RAISE EXCEPTION 'deadlock made by the test' USING ERRCODE = 'deadlock_detected';
-          ELSE RETURN NEW;
-        END CASE;
-      END $$
-    `);
-    await env.db.query(sql.unsafe`
-      CREATE TRIGGER test_twice BEFORE INSERT ON records FOR EACH ROW WHEN (NEW.id = 'twice') EXECUTE FUNCTION test_twice()
-    `);
     try {
-      const job = await upload([
-        '{"product":{"id":"before-twice","name":"a"}}',
-        '{"product":{"id":"twice","name":"b"}}',
-        '{"product":{"id":"after-twice","name":"c"}}',
-      ]);
-      expect(job).toMatchObject({ status: 'completed', lines: 3, saved: 3, failed: 0, errors: [] });
-      expect(await liveProducts(['after-twice', 'before-twice', 'twice'])).toEqual(['after-twice', 'before-twice', 'twice']);
-      // Written once: one change, so one audit entry, as the line sent alone would make.
-      await env.drain();
-      const audits = await env.db.anyFirst(sql.type(z.object({ action: z.string() }))`
-        SELECT action FROM audit_log WHERE kind = 'product' AND record_id = 'twice'
-      `);
-      expect(audits).toEqual(['create']);
+      await withInsertFault(
+        'records',
+        sql.fragment`NEW.id = 'twice'`,
+        sql.fragment`
+          BEGIN
+            CASE nextval('test_twice_calls')
+              WHEN 1 THEN RAISE EXCEPTION 'refused by the test';
+              WHEN 2 THEN RAISE EXCEPTION 'deadlock made by the test' USING ERRCODE = 'deadlock_detected';
+              ELSE RETURN NEW;
+            END CASE;
+          END`,
+        async () => {
+          const job = await upload([
+            '{"product":{"id":"before-twice","name":"a"}}',
+            '{"product":{"id":"twice","name":"b"}}',
+            '{"product":{"id":"after-twice","name":"c"}}',
+          ]);
+          expect(job).toMatchObject({ status: 'completed', lines: 3, saved: 3, failed: 0, errors: [] });
+          expect(await liveProducts(['after-twice', 'before-twice', 'twice'])).toEqual(['after-twice', 'before-twice', 'twice']);
+          // Written once: one change, so one audit entry, as the line sent alone would make.
+          await env.drain();
+          const audits = await env.db.anyFirst(sql.type(z.object({ action: z.string() }))`
+            SELECT action FROM audit_log WHERE kind = 'product' AND record_id = 'twice'
+          `);
+          expect(audits).toEqual(['create']);
+        },
+      );
     } finally {
-      await env.db.query(sql.unsafe`DROP TRIGGER test_twice ON records`);
-      await env.db.query(sql.unsafe`DROP FUNCTION test_twice()`);
       await env.db.query(sql.unsafe`DROP SEQUENCE test_twice_calls`);
     }
   });
@@ -202,23 +217,20 @@ describe('when a line taken alone meets a deadlock and slonik takes its savepoin
 describe('when a bulk file cannot go on whatever its lines say', () => {
   it('should end the job failed with a reason after a few attempts, keeping what was applied', async () => {
     // Every batch fails where it records its progress: no line is to blame.
-    await env.db.query(sql.unsafe`
-      CREATE FUNCTION test_no_marks() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION 'progress refused by the test'; END $$
-    `);
-    await env.db.query(sql.unsafe`CREATE TRIGGER test_no_marks BEFORE INSERT ON bulk_marks FOR EACH ROW EXECUTE FUNCTION test_no_marks()`);
-    try {
-      const job = await upload(['{"product":{"id":"stuck-1","name":"a"}}', '{"product":{"id":"stuck-2","name":"b"}}']);
-      expect(job).toMatchObject({ status: 'failed', saved: 0, failed: 0 });
-      expect(job.error).toMatch(/could not apply the lines after line 0 \(5 attempts\)/);
-      expect(job.error).not.toMatch(/progress refused|bulk_marks|INSERT/);
-      expect(await liveProducts(['stuck-1', 'stuck-2'])).toEqual([]);
-      // Work really not done: counted in sync-status (sync/status.repository.ts).
-      const status = await env.request('GET', '/admin/api/sync-status', { headers: env.adminHeaders });
-      expect(status.body).toEqual({ pending: 0, failed: 1 });
-    } finally {
-      await env.db.query(sql.unsafe`DROP TRIGGER test_no_marks ON bulk_marks`);
-      await env.db.query(sql.unsafe`DROP FUNCTION test_no_marks()`);
-    }
+    await withInsertFault(
+      'bulk_marks',
+      sql.fragment`TRUE`,
+      sql.fragment`BEGIN RAISE EXCEPTION 'progress refused by the test'; END`,
+      async () => {
+        const job = await upload(['{"product":{"id":"stuck-1","name":"a"}}', '{"product":{"id":"stuck-2","name":"b"}}']);
+        expect(job).toMatchObject({ status: 'failed', saved: 0, failed: 0 });
+        expect(job.error).toMatch(/could not apply the lines after line 0 \(5 attempts\)/);
+        expect(job.error).not.toMatch(/progress refused|bulk_marks|INSERT/);
+        expect(await liveProducts(['stuck-1', 'stuck-2'])).toEqual([]);
+        // Work really not done: counted in sync-status (sync/status.repository.ts).
+        const status = await env.request('GET', '/admin/api/sync-status', { headers: env.adminHeaders });
+        expect(status.body).toEqual({ pending: 0, failed: 1 });
+      },
+    );
   });
 });
