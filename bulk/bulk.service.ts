@@ -407,20 +407,22 @@ async function applyBatchOnce(
   /** One line in a savepoint of its own, stored at once: whatever it does wrong stays that line's error. */
   const applyLineAlone = async (line: number, text: string): Promise<'ok' | 'language-gone'> => {
     const savedBefore = saved;
+    /** Back to before the line: nothing of a rolled-back savepoint stays in the run or the count. */
+    const forgetLine = () => {
+      saved = savedBefore;
+      run = [];
+      runKeys = new Set();
+    };
     try {
       return await tx.transaction(async (savepoint) => {
         // slonik runs this again after a deadlock or a serialization failure: each attempt starts from the line alone.
-        saved = savedBefore;
-        run = [];
-        runKeys = new Set();
+        forgetLine();
         const outcome = await applyLine(savepoint, text);
         if (outcome === 'ok' && !(await flush(savepoint))) return 'language-gone';
         return outcome;
       });
     } catch (error) {
-      saved = savedBefore;
-      run = [];
-      runKeys = new Set();
+      forgetLine();
       if (isTransient(error) || error instanceof AppError) throw error;
       logger?.error({ err: error, bulk_job: jobId, line }, 'bulk line could not be applied');
       throw new LineFailedError();
