@@ -20,9 +20,12 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { createClient } from '../auth/auth.service.js';
 import { createDatabase } from '../platform/db.js';
 import { migrate } from '../platform/migrator.js';
+import { type PrivatePostgres, startPrivatePostgres } from '../test/support/postgres.js';
 import { CpuWatch, perUnit } from './cpu.js';
+import { shippedPostgresSettings } from './postgres-settings.js';
 
-const POSTGRES = process.env['BENCH_POSTGRES_URL'] ?? 'postgres://postgres@127.0.0.1:5432';
+/** A Postgres server to run against instead of one of the bench's own (started on docker-compose.yml's settings). */
+const GIVEN_POSTGRES = process.env['BENCH_POSTGRES_URL'];
 const REDIS_URL = process.env['BENCH_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const DURATION_S = Number(process.env['BENCH_DURATION_S'] ?? 20);
 const READ_DURATION_S = Number(process.env['BENCH_READ_DURATION_S'] ?? 15);
@@ -39,7 +42,11 @@ const RATE_LIMIT = process.env['BENCH_RATE_LIMIT'] ?? 'on';
 const KEEP_DATABASE = Boolean(process.env['BENCH_KEEP_DATABASE']);
 
 const databaseName = `commerce_bench_${process.pid}`;
-const databaseUrl = `${POSTGRES}/${databaseName}`;
+/** The server's and the bench database's URLs, once the server is known (main). */
+let postgresUrl = '';
+let databaseUrl = '';
+/** The bench's own server, unless BENCH_POSTGRES_URL gave one. */
+let ownPostgres: PrivatePostgres | undefined;
 const children: ChildProcess[] = [];
 /** Every figure under a flat, stable key (`writes.rps`, `writes.floor_rps`, ...). */
 const results: Record<string, number | string | boolean | null> = {
@@ -164,6 +171,23 @@ const median = (values: number[]) => {
 };
 
 async function main() {
+  if (GIVEN_POSTGRES) {
+    postgresUrl = GIVEN_POSTGRES;
+    results['postgres.server'] = 'given';
+  } else {
+    // The floor and the service both run on it, so their ratio is measured on the settings a deployment gets.
+    const settings = await shippedPostgresSettings();
+    log(`postgres: a server of its own on docker-compose.yml's settings (${settings.join(' ')})`);
+    ownPostgres = await startPrivatePostgres({ durable: true, settings }).catch((error: Error) => {
+      throw new Error(
+        `could not start a Postgres server of its own (initdb and pg_ctl must be on the PATH; Debian keeps them in /usr/lib/postgresql/15/bin), or give one in BENCH_POSTGRES_URL: ${error.message.split('\n')[0]}`,
+      );
+    });
+    postgresUrl = ownPostgres.url;
+    results['postgres.server'] = 'own';
+    results['postgres.settings'] = settings.join(' ');
+  }
+  databaseUrl = `${postgresUrl}/${databaseName}`;
   log(`database ${databaseName}`);
   await migrate(databaseUrl);
   const db = await createDatabase(databaseUrl, { maximumPoolSize: 2 });
@@ -426,7 +450,9 @@ async function main() {
         [langKey, BULK_LINES],
       );
     }
-    await psql('VACUUM ANALYZE records');
+    // What the reads touch is vacuumed as autovacuum would soon after a load (its visibility map lets index-only
+    // scans of the links skip the table), so the reads measure reads, not an autovacuum catching up under them.
+    await psql('VACUUM ANALYZE records, links');
     const readAuth = { authorization: auth.authorization };
     for (const [name, url, target] of [
       ['page_1', `${base}/api/v2/languages/bulk/products?page=1&per_page=250`, 20],
@@ -569,9 +595,13 @@ try {
 } finally {
   for (const child of children) child.kill('SIGTERM');
   await sleep(1000);
-  if (KEEP_DATABASE) log(`kept database ${databaseName}`);
-  else {
-    const admin = new pg.Client({ connectionString: `${POSTGRES}/postgres` });
+  if (KEEP_DATABASE) {
+    log(`kept database ${databaseUrl}`);
+    if (ownPostgres)
+      log(`its server keeps running at ${postgresUrl}; stop it with pg_ctl -D ${ownPostgres.dataDirectory} stop (as the postgres user)`);
+  } else if (ownPostgres) await ownPostgres.destroy();
+  else if (databaseUrl) {
+    const admin = new pg.Client({ connectionString: `${postgresUrl}/postgres` });
     await admin.connect();
     await admin.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
     await admin.end();

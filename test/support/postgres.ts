@@ -8,21 +8,34 @@ import { freePort } from './processes.js';
 const run = promisify(execFile);
 
 /**
- * A Postgres cluster of the test's own (initdb + pg_ctl on a free port), for
- * tests that stop and start Postgres: the shared cluster on 5432 serves every
- * other test and must never be stopped. As root, the server runs as the
+ * A Postgres cluster of its own (initdb + pg_ctl on a free port): for tests
+ * that stop and start Postgres (the shared cluster on 5432 serves every other
+ * test and must never be stopped), and for the bench, which runs on the
+ * settings docker-compose.yml ships. As root, the server runs as the
  * `postgres` user (Postgres refuses to run as root).
  */
 export interface PrivatePostgres {
   /** `postgres://postgres@127.0.0.1:PORT` (trust authentication), without a database. */
   url: string;
+  /** Its data directory (for pg_ctl). */
+  dataDirectory: string;
   stop(): Promise<void>;
   start(): Promise<void>;
   /** Stops it and removes its files. */
   destroy(): Promise<void>;
 }
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+export interface PrivatePostgresOptions {
+  /**
+   * Crash-safe as a deployment (the bench). Tests leave it out: they never
+   * outlive a crash of their server, and fsync would only slow them down.
+   */
+  durable?: boolean;
+  /** Server settings (`name=value`), as `postgres -c` takes them. */
+  settings?: readonly string[];
+}
+
+export async function startPrivatePostgres(options: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
   const directory = await mkdtemp(path.join(os.tmpdir(), 'cs-pg-'));
   const port = await freePort();
   const asRoot = process.getuid?.() === 0;
@@ -30,17 +43,37 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     asRoot ? run('runuser', ['-u', 'postgres', '--', command, ...args]) : run(command, args);
   if (asRoot) await run('chown', ['postgres:postgres', directory]);
   const data = path.join(directory, 'data');
-  await asOwner('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C.UTF-8', '--no-sync']);
-  const options = `-p ${port} -k ${directory} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off`;
+  const settings = [
+    'listen_addresses=127.0.0.1',
+    ...(options.durable ? [] : ['fsync=off', 'synchronous_commit=off']),
+    ...(options.settings ?? []),
+  ];
+  const serverOptions = [`-p ${port}`, `-k ${directory}`, ...settings.map((setting) => `-c ${setting}`)].join(' ');
   const start = async () => {
-    await asOwner('pg_ctl', ['-D', data, '-o', options, '-l', path.join(directory, 'log'), '-w', '-t', '60', 'start']);
+    await asOwner('pg_ctl', ['-D', data, '-o', serverOptions, '-l', path.join(directory, 'log'), '-w', '-t', '60', 'start']);
   };
   const stop = async () => {
     await asOwner('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
   };
-  await start();
+  try {
+    await asOwner('initdb', [
+      '-D',
+      data,
+      '-U',
+      'postgres',
+      '--auth=trust',
+      '--encoding=UTF8',
+      '--locale=C.UTF-8',
+      ...(options.durable ? [] : ['--no-sync']),
+    ]);
+    await start();
+  } catch (error) {
+    await rm(directory, { recursive: true, force: true });
+    throw error;
+  }
   return {
     url: `postgres://postgres@127.0.0.1:${port}`,
+    dataDirectory: data,
     start,
     stop,
     async destroy() {
