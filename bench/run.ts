@@ -20,6 +20,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { createClient } from '../auth/auth.service.js';
 import { createDatabase } from '../platform/db.js';
 import { migrate } from '../platform/migrator.js';
+import { startNewlineUploads } from '../test/support/newline-uploads.js';
 import { type PrivatePostgres, startPrivatePostgres } from '../test/support/postgres.js';
 import { CpuWatch, perUnit } from './cpu.js';
 import { shippedPostgresSettings } from './postgres-settings.js';
@@ -33,8 +34,10 @@ const BULK_LINES = Number(process.env['BENCH_BULK_LINES'] ?? 1_000_000);
 const BULK_TIMEOUT_S = Number(process.env['BENCH_BULK_TIMEOUT_S'] ?? 300);
 const WALK_TIMEOUT_S = Number(process.env['BENCH_WALK_TIMEOUT_S'] ?? 60);
 const CATEGORIES = 1_000;
-/** Comma-separated subset of writes,bulk,reads (all by default): for profiling one phase. */
-const PHASES = new Set((process.env['BENCH_PHASES'] ?? 'writes,bulk,reads').split(','));
+/** Comma-separated subset of writes,uploads,bulk,reads (all by default): for profiling one phase. */
+const PHASES = new Set((process.env['BENCH_PHASES'] ?? 'writes,uploads,bulk,reads').split(','));
+/** Reads timed while bodies of newlines are uploaded (the uploads phase). */
+const UPLOAD_READS = 1_000;
 /** When set, the API and worker write V8 CPU profiles (--cpu-prof) into this directory. */
 const PROFILE_DIR = process.env['BENCH_PROFILE_DIR'];
 const RATE_LIMIT = process.env['BENCH_RATE_LIMIT'] ?? 'on';
@@ -300,6 +303,48 @@ async function main() {
     });
   }
 
+  if (PHASES.has('uploads')) {
+    // A client sending 20 MB bodies of newlines, one after another, must not hold up other requests: a record read
+    // alongside, timed (test/bulk-uploads.test.ts checks the behaviour, this measures it).
+    const readUrl = `${base}/api/v2/languages/bench/products/upload-reader`;
+    await fetch(`${base}/api/v1/languages/bench/products`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ product: { id: 'upload-reader', name: 'read while uploads come in' } }),
+    });
+    const read = async () => {
+      const at = performance.now();
+      const response = await fetch(readUrl, { headers: { authorization: auth.authorization } });
+      await response.arrayBuffer();
+      return response.status === 200 ? performance.now() - at : null;
+    };
+    for (let index = 0; index < 20; index += 1) await read();
+    log(`uploads: ${UPLOAD_READS} reads while 20 MB bodies of newlines are uploaded`);
+    const uploader = startNewlineUploads(`${base}/api/v1/languages/bench/bulk`, token);
+    const times: number[] = [];
+    let failed = 0;
+    try {
+      while (times.length + failed < UPLOAD_READS) {
+        const time = await read();
+        if (time === null) failed += 1;
+        else times.push(time);
+      }
+    } finally {
+      uploader.stop();
+    }
+    times.sort((x, y) => x - y);
+    const uploads = uploader.uploads();
+    record('uploads', {
+      files: uploads.length,
+      files_accepted: uploads.filter((upload) => upload.status === 202).length,
+      reads: times.length,
+      reads_failed: failed,
+      read_p50_ms: Number(times[times.length >> 1]?.toFixed(1)),
+      read_p99_ms: Number(times[Math.ceil(times.length * 0.99) - 1]?.toFixed(1)),
+      target_read_p99_ms: 250,
+    });
+  }
+
   if (PHASES.has('bulk')) {
     // Categories first, then the catalogue file (10% of products name a missing category).
     const file = path.join(tmpdir(), `bench-${process.pid}.ndjson`);
@@ -539,6 +584,15 @@ function table(): string {
       'peak RSS MiB (writes)',
       `api ${value('writes.api_rss_mib')}, worker ${value('writes.worker_rss_mib')}`,
       value('writes.floor_rss_mib'),
+    );
+  }
+  if (results['uploads.read_p99_ms'] !== undefined) {
+    row(
+      'reads during 20 MB newline uploads p50/p99 ms',
+      `${value('uploads.read_p50_ms')} / ${value('uploads.read_p99_ms')} (${value('uploads.files_accepted')} of ${value('uploads.files')} files taken)`,
+      '',
+      '',
+      'p99 <= 250',
     );
   }
   if (results['bulk.seconds'] !== undefined) {
