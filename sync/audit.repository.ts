@@ -41,27 +41,21 @@ export interface AuditEntry {
   changes: Record<string, unknown>;
 }
 
-/** Writes a batch's audit entries in one statement, in the order given (their seq order). */
+/**
+ * Writes a batch's audit entries in one statement, in the order given (their
+ * seq order). The entries travel as one JSON text: a batch holds thousands,
+ * and sent as eleven arrays each value went through pg's array-literal
+ * escaping (two regular expressions a value, the changes' quotes included),
+ * 7% of the worker's time in a bulk file; JSON.stringify is native.
+ */
 export async function insertAuditEntries(tx: DatabaseTransactionConnection, entries: AuditEntry[]): Promise<void> {
   if (entries.length === 0) return;
-  const column = <K extends keyof AuditEntry>(name: K) => entries.map((entry) => entry[name]);
   await tx.query(sql.unsafe`
     INSERT INTO audit_log (account_id, lang_key, language_id, kind, record_id, action, actor, request_id, write_seq, at, changes)
-    SELECT * FROM unnest(
-      ${sql.array(column('account_id'), 'int8')},
-      ${sql.array(column('lang_key'), 'int8')},
-      ${sql.array(column('language_id'), 'text')},
-      ${sql.array(column('kind'), 'text')},
-      ${sql.array(column('record_id'), 'text')},
-      ${sql.array(column('action'), 'text')},
-      ${sql.array(column('actor'), 'text')},
-      ${sql.array(column('request_id'), 'text')},
-      ${sql.array(column('write_seq'), 'int8')},
-      ${sql.array(column('at'), 'timestamptz')},
-      ${sql.array(
-        entries.map((entry) => JSON.stringify(entry.changes)),
-        'jsonb',
-      )}
+    SELECT account_id, lang_key, language_id, kind, record_id, action, actor, request_id, write_seq, at, changes
+    FROM json_to_recordset(${JSON.stringify(entries)}::json) AS e(
+      account_id int8, lang_key int8, language_id text, kind text, record_id text, action text,
+      actor text, request_id text, write_seq int8, at timestamptz, changes jsonb
     )
   `);
 }
