@@ -98,14 +98,15 @@ export class EntryFailedError extends Error {}
  * @throws {EntryFailedError} when an entry fails and has attempts left (the job is retried with backoff).
  */
 export async function drainLanguage(db: Database, langKey: number, logger: Logger, options: DrainOptions = {}): Promise<DrainResult> {
+  const batchSize = options.batchSize ?? 2_000;
   const drain: Drain = {
     db,
     langKey,
     logger,
-    batchSize: options.batchSize ?? 2_000,
+    batchSize,
     sliceSize: options.sliceSize ?? DEFAULT_SLICE_SIZE,
     maxAttempts: options.maxEntryAttempts ?? 3,
-    readLimit: options.batchSize ?? 2_000,
+    readLimit: batchSize,
     // Changes at or below it are applied or set aside: the drain reads past their deleted index entries.
     after: await appliedThrough(db, langKey),
   };
