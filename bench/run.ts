@@ -22,6 +22,7 @@ import { createDatabase } from '../platform/db.js';
 import { migrate } from '../platform/migrator.js';
 import { startNewlineUploads } from '../test/support/newline-uploads.js';
 import { type PrivatePostgres, startPrivatePostgres } from '../test/support/postgres.js';
+import { freePort } from '../test/support/processes.js';
 import { CpuWatch, perUnit } from './cpu.js';
 import { shippedPostgresSettings } from './postgres-settings.js';
 
@@ -63,16 +64,6 @@ const record = (prefix: string, figures: Record<string, number | string | boolea
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 function start(script: string, args: string[], env: Record<string, string>, profile = false): ChildProcess {
   // One node process with tsx as a loader, so the pid (and /proc) is the real process's.
