@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { ValidationError } from '../platform/errors.js';
+import { compiledSchema } from './compiled-schema.js';
 
 /** `['products', 0, 'id']` becomes `products[0].id`, the naming of CONTRACT 4. */
 export function formatPath(path: ReadonlyArray<string | number>): string {
@@ -27,6 +28,9 @@ function valueAt(input: unknown, path: ReadonlyArray<string | number>): unknown 
  * @throws {ValidationError} with the first class of problem found.
  */
 export function parseOrThrow<S extends z.ZodTypeAny>(schema: S, input: unknown, prefix: ReadonlyArray<string | number> = []): z.output<S> {
+  // Accepted input takes the compiled form; what it refuses, the schema parses again to name the problems.
+  const accepted = compiledSchema(schema).safeParse(input);
+  if (accepted.success) return accepted.data as z.output<S>;
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   throw toValidationError(result.error, input, prefix);
