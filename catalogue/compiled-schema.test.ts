@@ -1,23 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { type Rng, rng as random } from '../test/support/scenario.js';
 import { compiledSchema } from './compiled-schema.js';
 import { idSchema } from './primitives.schema.js';
 import { KINDS, type StoredKind } from './record-kinds.js';
 import { parseOrThrow, toValidationError } from './validation.js';
-
-/** A small deterministic generator (mulberry32), so a failure can be replayed. */
-function random(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, chance: (p: number) => next() < p, pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]! };
-}
-type Random = ReturnType<typeof random>;
 
 /** Strings that sit on every edge the schemas draw: empty, lengths, NUL, surrogates, date-times, URLs, emails. */
 const STRINGS = [
@@ -60,7 +47,7 @@ function acceptedEdges(schema: z.ZodTypeAny): unknown[] {
 }
 
 /** A value for `schema`: mostly of its shape, sometimes of another, so that both acceptance and refusal are covered. */
-function sample(schema: z.ZodTypeAny, r: Random, depth = 0): unknown {
+function sample(schema: z.ZodTypeAny, r: Rng, depth = 0): unknown {
   if (r.chance(0.02)) return r.pick(WRONG);
   const def = schema._def;
   if (LEAVES.has(def.typeName) && r.chance(0.85)) {
