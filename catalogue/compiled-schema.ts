@@ -51,15 +51,15 @@ function noting(call: () => unknown): { failed: boolean; out: unknown } {
   }
 }
 
-/** The issue of a refusal; it stops the node's other checks, as a failed zod 3 effect does. */
+/** The issue of a refusal. It stops the node's other checks, so no function of the schema is handed a value zod 3 would not hand it. */
 const REFUSED = { code: 'custom', message: 'refused', continue: false } as const;
 
 /** The node parsed by zod 3 itself, inside the compiled form. */
 function delegated(schema: AnySchema): Compiled {
-  return z4.unknown().transform((value, context) => {
+  return z4.unknown().transform((value, issues) => {
     const result = schema.safeParse(value);
     if (result.success) return result.data;
-    context.addIssue(REFUSED);
+    issues.addIssue(REFUSED);
     return z4.NEVER;
   });
 }
