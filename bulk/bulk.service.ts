@@ -19,6 +19,7 @@ import {
   putLineIn,
   storePrepared,
 } from '../records/record.service.js';
+import { InTurnWriter } from '../sync/in-turn.applier.js';
 import { holdLanguageForWrite } from '../sync/locks.js';
 import { type ChangeOrigin, deleteRecord, writeRecords } from '../sync/write.repository.js';
 import {
@@ -250,6 +251,8 @@ export interface BulkBatchResult {
   langKey?: number;
   /** The last line applied, when the batch applied any. */
   lastLine?: number;
+  /** The batch left changes for the applier (a batch in turn applies its own: sync/in-turn.applier.ts). */
+  queued?: boolean;
 }
 
 class BatchOvertakenError extends Error {}
@@ -283,15 +286,24 @@ const isTransient = (error: unknown) => isDatabaseUnavailable(error) || error in
  * (the database up) is retried a few times, then the job ends `failed` with
  * a reason, instead of being retried for ever.
  */
-export async function applyBulkBatch(db: Database, jobId: string, batchSize: number, logger?: Logger): Promise<BulkBatchResult> {
+export interface BulkBatchOptions {
+  /** Lines a batch reads at most. */
+  batchSize: number;
+  logger?: Logger;
+  /** The applier's slice (APPLIER_SLICE_SIZE), which bounds what a run applied in turn may take (sync/in-turn.applier.ts). */
+  sliceSize?: number;
+}
+
+export async function applyBulkBatch(db: Database, jobId: string, options: BulkBatchOptions): Promise<BulkBatchResult> {
+  const { logger } = options;
   try {
-    return await applyRetryingOvertaken(db, jobId, batchSize, false, logger);
+    return await applyRetryingOvertaken(db, jobId, options, false);
   } catch (error) {
     if (isTransient(error)) throw error;
     logger?.warn({ err: (error as Error).message, bulk_job: jobId }, 'bulk batch failed; applying it line by line');
   }
   try {
-    return await applyRetryingOvertaken(db, jobId, batchSize, true, logger);
+    return await applyRetryingOvertaken(db, jobId, options, true);
   } catch (error) {
     if (isTransient(error)) throw error;
     const attempt = await recordBulkBatchFailure(db, jobId, MAX_BATCH_ATTEMPTS);
@@ -304,13 +316,12 @@ export async function applyBulkBatch(db: Database, jobId: string, batchSize: num
 async function applyRetryingOvertaken(
   db: Database,
   jobId: string,
-  batchSize: number,
+  options: BulkBatchOptions,
   lineByLine: boolean,
-  logger: Logger | undefined,
 ): Promise<BulkBatchResult> {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await db.transaction((tx) => applyBatchOnce(tx, jobId, batchSize, lineByLine, logger));
+      return await db.transaction((tx) => applyBatchOnce(tx, jobId, options, lineByLine));
     } catch (error) {
       // A concurrent single write of a record in the run took a later number first: numbering the run again fixes it.
       if (!(error instanceof BatchOvertakenError) || attempt === OVERTAKEN_RETRIES) throw error;
@@ -323,13 +334,8 @@ type Connection = DatabaseTransactionConnection;
 /** A line that failed for no reason of its own content that the service can name (logged; reported with the generic message). */
 class LineFailedError extends Error {}
 
-async function applyBatchOnce(
-  tx: Connection,
-  jobId: string,
-  batchSize: number,
-  lineByLine: boolean,
-  logger: Logger | undefined,
-): Promise<BulkBatchResult> {
+async function applyBatchOnce(tx: Connection, jobId: string, options: BulkBatchOptions, lineByLine: boolean): Promise<BulkBatchResult> {
+  const { batchSize, logger } = options;
   const job = await lockBulkJob(tx, jobId);
   // A job still being received is woken up again once it is stored.
   if (!job || job.status === 'receiving' || job.status === 'completed' || job.status === 'failed') return { done: true, applied: 0 };
@@ -338,6 +344,8 @@ async function applyBatchOnce(
     await finishBulkJob(tx, jobId, 'completed', null);
     return { done: true, applied: 0, langKey: job.lang_key };
   }
+  // Line by line, each line's savepoint would take the applier lock with it when rolled back: its runs are queued.
+  const inTurn = lineByLine ? undefined : await InTurnWriter.open(tx, job.lang_key, { sliceSize: options.sliceSize, logger });
   /*
    * The language's shared lock (a writer in flight) is held from the batch's
    * first write to its commit, not while its lines are read and parsed:
@@ -362,12 +370,15 @@ async function applyBatchOnce(
   let saved = 0;
   let run: PreparedWrite[] = [];
   let runKeys = new Set<string>();
-  /** Stores the run; false when the language is gone. */
+  /** Whether the batch wrote outbox rows: a request line, a write stored alone, or a run not in turn. */
+  let queued = false;
+  /** Stores the run, applying it at once when it is in turn; false when the language is gone. */
   const flush = async (conn: Connection): Promise<boolean> => {
     if (run.length === 0) return true;
-    const status = await writeRecords(conn, job.lang_key, run, origin);
+    const status = inTurn ? await inTurn.writeRun(run, origin) : (await writeRecords(conn, job.lang_key, run, origin)).status;
     if (status === 'overtaken') throw new BatchOvertakenError(`bulk job ${jobId}: a run was overtaken by a concurrent write`);
     if (status === 'language-gone') return false;
+    if (status !== 'applied') queued = true;
     saved += run.length;
     run = [];
     runKeys = new Set();
@@ -383,6 +394,7 @@ async function applyBatchOnce(
     if (parsed.type !== 'write') {
       if (!(await flush(conn))) return 'language-gone';
       await holdLanguage();
+      queued = true;
       if (!(await applyRequestLine(conn, job.lang_key, origin, parsed))) return 'language-gone';
       saved += 1;
       return 'ok';
@@ -392,6 +404,7 @@ async function applyBatchOnce(
     if (alone && !(await flush(conn))) return 'language-gone';
     const prepared = await prepareWrite(conn, job.lang_key, parsed.kind, parsed.body, job.api_version);
     if (alone) {
+      queued = true;
       if (!(await storePrepared(conn, job.lang_key, prepared, origin))) return 'language-gone';
       saved += 1;
       return 'ok';
@@ -438,6 +451,10 @@ async function applyBatchOnce(
     }
   }
   if (!(await flush(tx))) return languageGone();
-  await recordBulkProgress(tx, jobId, { nextLine: lines[lines.length - 1]!.line_no, saved, errors });
-  return { done: false, applied: lines.length, langKey: job.lang_key, lastLine: lines[lines.length - 1]!.line_no };
+  const lastLine = lines[lines.length - 1]!.line_no;
+  await recordBulkProgress(tx, jobId, { nextLine: lastLine, saved, errors });
+  // The batch that stores the last line ends the job: its lines may be applied with it (in turn), and a file whose every line is applied reads completed.
+  const done = job.saved + job.failed + saved + errors.length >= job.lines;
+  if (done) await finishBulkJob(tx, jobId, 'completed', null);
+  return { done, applied: lines.length, langKey: job.lang_key, lastLine, queued };
 }

@@ -22,7 +22,6 @@ export const outboxEntry = z.object({
   seq: z.number(),
   lang_key: z.number(),
   account_id: z.number(),
-  account: z.string(),
   language_id: z.string(),
   kind: z.string(),
   action: z.enum(['upsert', 'delete', 'assign', 'unassign']),
@@ -88,10 +87,9 @@ export async function readOutboxBatch(
   maxBytes: number,
 ): Promise<readonly OutboxEntry[]> {
   return tx.any(sql.type(outboxEntryRows)`
-    SELECT o.seq, o.lang_key, o.account_id, a.name AS account, o.language_id, o.kind, o.action, o.record_id,
+    SELECT o.seq, o.lang_key, o.account_id, o.language_id, o.kind, o.action, o.record_id,
            o.payload, o.actor, o.request_id, o.accepted_at, o.progress
     FROM outbox_batch(${langKey}, ${after}, ${maxSeq}, ${limit}, ${maxBytes}) o
-    JOIN accounts a ON a.id = o.account_id
     ORDER BY o.seq
   `);
 }

@@ -171,7 +171,7 @@ async function applyBatch(drain: Drain, horizon: number): Promise<BatchOutcome |
 
 type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
 
-interface Applied {
+export interface Applied {
   audits: AuditEntry[];
   seqs: number[];
   /** A change applied up to here in this batch; the rest follows in the next. */
@@ -201,9 +201,10 @@ function record(result: Applied, entry: OutboxEntry, audits: readonly AuditEntry
  * Runs of independent upserts set-based (run.applier.ts), everything else one
  * change at a time, until `budget` units are spent. A change that does not
  * fit in what is left waits for the next batch, unless it is the first: then
- * it is applied as far as the budget goes.
+ * it is applied as far as the budget goes. What it applied is a prefix of
+ * `entries`. The caller writes the audit entries.
  */
-async function applyAll(tx: Tx, entries: readonly OutboxEntry[], budget: number): Promise<Applied> {
+export async function applyChanges(tx: Tx, entries: readonly OutboxEntry[], budget: number): Promise<Applied> {
   const result: Applied = { audits: [], seqs: [], stopped: false };
   let left = budget;
   /** One change by the one-by-one applier; false when the batch ends with it. */
@@ -282,7 +283,7 @@ async function runBatch(drain: Drain, horizon: number, careful: boolean): Promis
     const entries = await readOutboxBatch(tx, drain.langKey, drain.after, horizon, drain.readLimit, BATCH_PAYLOAD_BYTES);
     const result = careful
       ? await applyCarefully(tx, entries, drain.sliceSize, drain.maxAttempts)
-      : await applyAll(tx, entries, drain.sliceSize);
+      : await applyChanges(tx, entries, drain.sliceSize);
     await insertAuditEntries(tx, result.audits);
     await deleteOutboxEntries(tx, result.seqs);
     const last = result.seqs.at(-1);
@@ -310,7 +311,7 @@ async function runBatch(drain: Drain, horizon: number, careful: boolean): Promis
 }
 
 /** Failures of the database rather than of a change: the job retries later instead of setting the change aside. */
-function isConnectionError(error: unknown): boolean {
+export function isConnectionError(error: unknown): boolean {
   return isDatabaseUnavailable(error) || error instanceof StatementTimeoutError;
 }
 

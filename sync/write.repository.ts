@@ -83,10 +83,21 @@ export interface RecordWrite {
   payload: Record<string, unknown>;
 }
 
+/** How a run was written: its numbers in the order of the writes, and when it was accepted. */
+export type RunWritten = { status: 'written'; seqs: number[]; acceptedAt: string } | { status: 'language-gone' } | { status: 'overtaken' };
+
+const runWritten = z.object({
+  status: z.enum(['written', 'language-gone', 'overtaken']),
+  seqs: z.array(z.number()).nullable(),
+  accepted_at: z.string().nullable(),
+});
+
 /**
  * writeRecord for a run of distinct records in one statement
  * (write_records), numbered in the order given. All writes must agree on
- * whether they give created_at.
+ * whether they give created_at. With `queue: false` no outbox rows are
+ * written: the caller applies the run's effects or queues them itself
+ * (sync/in-turn.applier.ts), in the same transaction.
  * @returns 'overtaken' when a concurrent write of one of them got a later
  * number first: the caller must roll back and try the run again.
  */
@@ -95,10 +106,11 @@ export async function writeRecords(
   langKey: number,
   writes: readonly RecordWrite[],
   origin: ChangeOrigin,
-): Promise<'written' | 'language-gone' | 'overtaken'> {
+  { queue }: { queue: boolean } = { queue: true },
+): Promise<RunWritten> {
   const createdGiven = writes.some((write) => write.times.created_at);
-  return db.oneFirst(sql.type(z.object({ status: z.enum(['written', 'language-gone', 'overtaken']) }))`
-    SELECT status FROM write_records(
+  const row = await db.one(sql.type(runWritten)`
+    SELECT status, to_json(seqs) AS seqs, accepted_at FROM write_records(
       ${langKey},
       ${sql.array(
         writes.map((write) => write.kind),
@@ -120,13 +132,51 @@ export async function writeRecords(
         writes.map((write) => write.times.updated_at ?? null),
         'timestamptz',
       )},
-      ${sql.array(
-        writes.map((write) => JSON.stringify(write.payload)),
-        'jsonb',
-      )},
+      ${sql.array(queue ? writes.map((write) => JSON.stringify(write.payload)) : [], 'jsonb')},
       ${createdGiven},
-      ${origin.accountId}, ${origin.languageId}, ${origin.actor}, ${origin.requestId}
+      ${origin.accountId}, ${origin.languageId}, ${origin.actor}, ${origin.requestId},
+      ${queue}
     )
+  `);
+  if (row.status !== 'written') return { status: row.status };
+  return { status: 'written', seqs: row.seqs ?? [], acceptedAt: row.accepted_at ?? '' };
+}
+
+/**
+ * The outbox rows of upserts already written with `queue: false`
+ * (writeRecords), for the applier to apply in number order: what
+ * write_records would have written with them.
+ */
+export async function queueWrittenRecords(
+  tx: DatabaseTransactionConnection,
+  langKey: number,
+  origin: ChangeOrigin,
+  written: ReadonlyArray<{ seq: number; kind: string; id: string; payload: Record<string, unknown> }>,
+  acceptedAt: string,
+): Promise<void> {
+  if (written.length === 0) return;
+  await tx.query(sql.unsafe`
+    INSERT INTO outbox (seq, lang_key, account_id, language_id, kind, action, record_id, payload, actor, request_id, accepted_at)
+    SELECT w.seq, ${langKey}, ${origin.accountId}, ${origin.languageId}, w.kind, 'upsert', w.id, w.payload,
+           ${origin.actor}, ${origin.requestId}, ${acceptedAt}::timestamptz
+    FROM unnest(
+      ${sql.array(
+        written.map((write) => write.seq),
+        'int8',
+      )},
+      ${sql.array(
+        written.map((write) => write.kind),
+        'text',
+      )},
+      ${sql.array(
+        written.map((write) => write.id),
+        'text',
+      )},
+      ${sql.array(
+        written.map((write) => JSON.stringify(write.payload)),
+        'jsonb',
+      )}
+    ) AS w(seq, kind, id, payload)
   `);
 }
 

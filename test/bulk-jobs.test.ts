@@ -81,8 +81,9 @@ describe('when a bulk file is applied', () => {
   });
 
   it('should answer running with the lines stored so far while their effects wait for the applier', async () => {
-    // One batch, as a worker's slice would take it; the applier is not running, so no effect is applied yet.
-    await applyBulkBatch(env.db, jobId, 1_000);
+    // One batch, as a worker's slice would take it. The language's own creation is still pending (no worker has run), so the
+    // batch queues its changes behind it (sync/in-turn.applier.ts) and no effect is applied yet.
+    await applyBulkBatch(env.db, jobId, { batchSize: 1_000 });
     const job = await getJob('nl', jobId);
     expect(job).toMatchObject({ status: 'running', lines: 2_501, lines_stored: 1_000, lines_applied: 0, saved: 999, failed: 1 });
     expect(job.started_at).toEqual(expect.any(String));

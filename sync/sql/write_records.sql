@@ -8,6 +8,13 @@
 -- were sent one by one. When a concurrent single write of one of the records got a
 -- higher number first, nothing is returned for that row and the status is
 -- 'overtaken': the caller rolls back and applies the run again.
+--
+-- Without p_queue no outbox rows are written: the caller applies the run's
+-- effects in its own transaction when the run is in turn, or queues them
+-- (sync/in-turn.applier.ts). It gets the numbers, in the order of the writes,
+-- and the time the changes were accepted.
+DROP FUNCTION IF EXISTS write_records(bigint, text[], text[], jsonb[], timestamptz[], timestamptz[], jsonb[], boolean, bigint, text, text, text);
+
 CREATE OR REPLACE FUNCTION write_records(
   p_lang_key      bigint,
   p_kinds         text[],
@@ -20,25 +27,26 @@ CREATE OR REPLACE FUNCTION write_records(
   p_account_id    bigint,
   p_language_id   text,
   p_actor         text,
-  p_request_id    text
+  p_request_id    text,
+  p_queue         boolean
 )
-RETURNS TABLE (status text, written integer)
+RETURNS TABLE (status text, seqs bigint[], accepted_at timestamptz)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   n    integer := cardinality(p_ids);
-  seqs bigint[];
+  numbers bigint[];
   done integer;
 BEGIN
   PERFORM sync_lock_language_shared(p_lang_key);
   IF NOT EXISTS (SELECT 1 FROM languages l WHERE l.lang_key = p_lang_key AND l.deleted_at IS NULL) THEN
-    RETURN QUERY SELECT 'language-gone'::text, 0;
+    RETURN QUERY SELECT 'language-gone'::text, NULL::bigint[], NULL::timestamptz;
     RETURN;
   END IF;
-  seqs := ARRAY(SELECT nextval('write_seq') FROM generate_series(1, n) ORDER BY 1);
+  numbers := ARRAY(SELECT nextval('write_seq') FROM generate_series(1, n) ORDER BY 1);
   WITH input AS (
     SELECT t.*, date_trunc('milliseconds', clock_timestamp()) AS now
-    FROM unnest(p_kinds, p_ids, p_fields, p_created_at, p_updated_at, p_payloads, seqs)
+    FROM unnest(p_kinds, p_ids, p_fields, p_created_at, p_updated_at, p_payloads, numbers)
       AS t(kind, id, fields, created_at, updated_at, payload, seq)
   ),
   w AS (
@@ -68,9 +76,13 @@ BEGIN
     SELECT w.seq, p_lang_key, p_account_id, p_language_id, w.kind, 'upsert', w.id, i.payload, p_actor, p_request_id
     FROM w
     JOIN input i ON i.seq = w.seq
-    RETURNING 1
+    WHERE p_queue
   )
-  SELECT count(*) INTO done FROM o;
-  RETURN QUERY SELECT CASE WHEN done < n THEN 'overtaken' ELSE 'written' END, done;
+  SELECT count(*) INTO done FROM w;
+  IF done < n THEN
+    RETURN QUERY SELECT 'overtaken'::text, NULL::bigint[], NULL::timestamptz;
+  ELSE
+    RETURN QUERY SELECT 'written'::text, numbers, clock_timestamp();
+  END IF;
 END
 $$;

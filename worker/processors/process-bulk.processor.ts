@@ -13,13 +13,17 @@ const SLICE_MS = 2_000;
 /** How often a file waiting for its language's applier looks again. */
 const BACKLOG_POLL_MS = 50;
 
+/** How long a batch waits for what its language has pending to be applied, to be in turn (effectsCaughtUp), and how often it looks meanwhile. */
+const IN_TURN_WAIT_MS = 250;
+const IN_TURN_POLL_MS = 10;
+
 /** Statistics are refreshed as a file passes 5k, 20k, 80k, … lines: often while a language is new, rarely later. */
 const crossesAnalyzeMark = (from: number, to: number) => {
   for (let mark = 5_000; mark <= to; mark *= 4) if (from < mark) return true;
   return false;
 };
 
-export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db, notifier, logger, maxEffectsBacklog }) => {
+export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db, notifier, logger, maxEffectsBacklog, drainOptions }) => {
   const { bulkJobId } = job.data;
   if (typeof bulkJobId !== 'string') throw new UnrecoverableError('process-bulk needs a bulkJobId');
   const deadline = Date.now() + SLICE_MS;
@@ -30,7 +34,7 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
   let langKey = turn?.lang_key;
   while (Date.now() < deadline) {
     if (langKey !== undefined && !(await effectsCaughtUp(db, langKey, maxEffectsBacklog, deadline))) break;
-    const result = await applyBulkBatch(db, bulkJobId, BATCH, logger);
+    const result = await applyBulkBatch(db, bulkJobId, { batchSize: BATCH, logger, sliceSize: drainOptions.sliceSize });
     applied += result.applied;
     if (result.lastLine !== undefined && crossesAnalyzeMark(result.lastLine - result.applied, result.lastLine)) {
       // Best effort: a role that may not ANALYZE (not the tables' owner) only loses speed.
@@ -39,7 +43,8 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
       );
     }
     langKey = result.langKey;
-    if (langKey !== undefined) notifier.notify(langKey, job.data.requestId, true);
+    // A batch in turn applied its own changes: the applier is woken only for what a batch left it.
+    if (langKey !== undefined && result.queued) notifier.notify(langKey, job.data.requestId, true);
     await reportProgress(job, db, bulkJobId);
     if (result.done) return { bulkJobId, applied, done: true };
   }
@@ -52,16 +57,31 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
  * the applier has brought that under half. Lines stored faster than their
  * effects can be applied only add lag (effects land long after the file says
  * it is stored) and take Postgres time from the applier; this keeps the two
- * in step. Waits until the slice's deadline at most.
+ * in step.
+ *
+ * Below that, a batch first waits a moment (IN_TURN_WAIT_MS) for the
+ * applier to apply what is pending, so that it is in turn and applies its
+ * own effects as it stores its lines (sync/in-turn.applier.ts): a batch that
+ * queued its changes behind a pending one would leave the next batch behind
+ * them too, and so on to the end of the file. A language that single writes
+ * keep busy is not waited for longer: its file goes on queueing.
+ * Waits until the slice's deadline at most.
  * @returns false when the slice ran out of time waiting (the next slice goes on).
  */
 async function effectsCaughtUp(db: Database, langKey: number, maxBacklog: number, deadline: number): Promise<boolean> {
-  if ((await languageBacklog(db, langKey)) < maxBacklog) return true;
-  while (Date.now() + BACKLOG_POLL_MS < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, BACKLOG_POLL_MS));
-    if ((await languageBacklog(db, langKey)) < maxBacklog / 2) return true;
+  const first = await languageBacklog(db, langKey);
+  if (first === 0) return true;
+  // Over the limit, the file waits until the applier has brought it under half.
+  const limit = first >= maxBacklog ? maxBacklog / 2 : maxBacklog;
+  const turnGivenUp = Math.min(Date.now() + IN_TURN_WAIT_MS, deadline);
+  let backlog = first;
+  for (;;) {
+    if (backlog === 0 || (backlog < limit && Date.now() >= turnGivenUp)) return true;
+    const poll = Date.now() < turnGivenUp ? IN_TURN_POLL_MS : BACKLOG_POLL_MS;
+    if (Date.now() + poll >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, poll));
+    backlog = await languageBacklog(db, langKey);
   }
-  return false;
 }
 
 /**

@@ -1,0 +1,131 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type DatabaseTransactionConnection, sql } from 'slonik';
+import { z } from 'zod';
+import type { Logger } from '../platform/logger.js';
+import { advanceAppliedThrough, type OutboxEntry, saveChangeProgress } from './applier.repository.js';
+import { insertAuditEntries } from './audit.repository.js';
+import { type Applied, applyChanges, DEFAULT_SLICE_SIZE, isConnectionError } from './drain.js';
+import { tryLockApplier } from './locks.js';
+import { type ChangeOrigin, queueWrittenRecords, type RecordWrite, writeRecords } from './write.repository.js';
+
+type Tx = DatabaseTransactionConnection;
+
+/*
+ * A bulk file's runs of upserts, written and applied in one transaction when
+ * they are the language's next changes (docs/consistency.md, "Bulk runs
+ * applied in turn"). Queued, each change of a run was written to the outbox,
+ * read back by the drain, applied, marked and deleted in a transaction of its
+ * own: about a third of a bulk line's cost in Postgres, and a second chain of
+ * work that the file waited for (its backpressure). In turn, the run's effects
+ * are applied exactly as the drain would apply them next (the same
+ * applyChanges, on the same changes, with nothing of the language pending
+ * before them), and no outbox row is written at all.
+ *
+ * A run is in turn when this transaction holds the language's applier lock,
+ * no other transaction is writing the language, and no change of it numbered
+ * up to the run's last is pending (sync/sql/in_turn.sql says why those looks,
+ * in that order, suffice). Otherwise, or when applying fails, or for what a
+ * budget leaves over, the changes get their outbox rows as write_records
+ * would have written them, and the drain applies them in number order.
+ */
+
+/** How many of the drain's slices (units, change.applier.ts) a run applied in turn may take: a bulk batch of 1,000 products with a few lists each. */
+const IN_TURN_SLICES = 4;
+
+/**
+ * How long a batch tries for the applier lock before it queues its runs: a
+ * drain batch holds it a few milliseconds when it finds nothing to do (as
+ * after every batch in turn, which wakes the applier), and up to its slice's
+ * time when it applies.
+ */
+const APPLIER_LOCK_WAIT_MS = 200;
+const APPLIER_LOCK_POLL_MS = 5;
+
+export class InTurnWriter {
+  private constructor(
+    private readonly tx: Tx,
+    private readonly langKey: number,
+    private readonly holdsApplier: boolean,
+    private readonly options: { sliceSize?: number; logger?: Logger },
+  ) {}
+
+  /**
+   * Takes the language's applier lock for the rest of the transaction, if it
+   * is free or freed soon; without it every run is queued. Never waited for
+   * in Postgres: the caller may hold rows a drain batch is waiting for.
+   */
+  static async open(tx: Tx, langKey: number, options: { sliceSize?: number; logger?: Logger } = {}): Promise<InTurnWriter> {
+    const deadline = Date.now() + APPLIER_LOCK_WAIT_MS;
+    let locked = await tryLockApplier(tx, langKey);
+    while (!locked && Date.now() < deadline) {
+      await sleep(APPLIER_LOCK_POLL_MS);
+      locked = await tryLockApplier(tx, langKey);
+    }
+    return new InTurnWriter(tx, langKey, locked, options);
+  }
+
+  /**
+   * Writes a run of distinct records (writeRecords) and applies its effects
+   * if it is in turn, or queues them.
+   * @returns 'applied' when every effect of the run is applied, 'queued' when some are left to the applier.
+   */
+  async writeRun(writes: readonly RecordWrite[], origin: ChangeOrigin): Promise<'applied' | 'queued' | 'language-gone' | 'overtaken'> {
+    const { tx, langKey } = this;
+    if (!this.holdsApplier) {
+      const queued = await writeRecords(tx, langKey, writes, origin);
+      return queued.status === 'written' ? 'queued' : queued.status;
+    }
+    const written = await writeRecords(tx, langKey, writes, origin, { queue: false });
+    if (written.status !== 'written') return written.status;
+    const entries: OutboxEntry[] = writes.map((write, index) => ({
+      seq: written.seqs[index]!,
+      lang_key: langKey,
+      account_id: origin.accountId,
+      language_id: origin.languageId,
+      kind: write.kind,
+      action: 'upsert',
+      record_id: write.id,
+      payload: write.payload,
+      actor: origin.actor,
+      request_id: origin.requestId,
+      accepted_at: written.acceptedAt,
+      progress: null,
+    }));
+    const queue = (rest: readonly OutboxEntry[]) =>
+      queueWrittenRecords(
+        tx,
+        langKey,
+        origin,
+        rest.map((entry) => ({ seq: entry.seq, kind: entry.kind, id: entry.record_id, payload: entry.payload })),
+        written.acceptedAt,
+      );
+    if (!(await inTurn(tx, langKey, entries.at(-1)!.seq))) {
+      await queue(entries);
+      return 'queued';
+    }
+    let applied: Applied;
+    try {
+      applied = await tx.transaction(async (savepoint) => {
+        const result = await applyChanges(savepoint, entries, IN_TURN_SLICES * (this.options.sliceSize ?? DEFAULT_SLICE_SIZE));
+        await insertAuditEntries(savepoint, result.audits);
+        return result;
+      });
+    } catch (error) {
+      if (isConnectionError(error)) throw error;
+      // The drain applies them, one by one where it must, and sets aside the one that fails.
+      this.options.logger?.warn({ err: (error as Error).message, lang_key: langKey }, 'a run could not be applied in turn; queueing it');
+      await queue(entries);
+      return 'queued';
+    }
+    const rest = entries.slice(applied.seqs.length);
+    await queue(rest);
+    if (applied.partial) await saveChangeProgress(tx, applied.partial.seq, applied.partial.progress);
+    const last = applied.seqs.at(-1);
+    if (last !== undefined) await advanceAppliedThrough(tx, langKey, last);
+    return rest.length === 0 ? 'applied' : 'queued';
+  }
+}
+
+async function inTurn(tx: Tx, langKey: number, throughSeq: number): Promise<boolean> {
+  return tx.oneFirst(sql.type(z.object({ in_turn: z.boolean() }))`SELECT sync_in_turn(${langKey}, ${throughSeq}) AS in_turn`);
+}

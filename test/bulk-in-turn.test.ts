@@ -1,0 +1,147 @@
+import { sql } from 'slonik';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyBulkBatch } from '../bulk/bulk.service.js';
+import { holdLanguageForWrite } from '../sync/locks.js';
+import { startWorker } from '../worker/worker.js';
+import { startEnvironment, type TestEnvironment, waitForDrain } from './support/harness.js';
+import { auditOf, langKeyOf, linksOf, liveIds, liveRecord } from './support/state.js';
+
+/*
+ * A bulk batch whose changes are the language's next to apply has their
+ * effects applied in its own transaction (sync/in-turn.applier.ts); one that
+ * is not, because another writer of the language is in flight or an earlier
+ * change is pending, queues them for the applier. Either way the file ends in
+ * the same state with the same audit entries, in the same order.
+ */
+
+const NDJSON = { 'content-type': 'application/x-ndjson' };
+const BATCH = 1_000;
+
+let env: TestEnvironment;
+let token: string;
+
+/** Stubs, links, references, records written after they were stubbed, lists that replace links, references moved, and repeated ids. */
+const FILE = [
+  ...Array.from({ length: 1_200 }, (_, i) =>
+    JSON.stringify({ product: { id: `P${i}`, name: `Product ${i}`, category_ids: [`C${i % 7}`, 'C-all'] } }),
+  ),
+  ...Array.from({ length: 7 }, (_, i) => JSON.stringify({ category: { id: `C${i}`, name: `Category ${i}` } })),
+  ...Array.from({ length: 300 }, (_, i) => JSON.stringify({ variant: { id: `V${i}`, product_id: `P${i}`, title: `Variant ${i}` } })),
+  ...Array.from({ length: 600 }, (_, i) =>
+    JSON.stringify({ product: { id: `P${i}`, name: `Product ${i} again`, category_ids: [`C${(i + 1) % 7}`] } }),
+  ),
+  ...Array.from({ length: 200 }, (_, i) =>
+    JSON.stringify({ variant: { id: `V${i}`, product_id: `P${i + 1}`, title: `Variant ${i} moved` } }),
+  ),
+  JSON.stringify({ category: { id: 'C-all', name: 'Everything' } }),
+];
+
+const syncStatus = async () =>
+  (await env.request('GET', '/admin/api/sync-status', { headers: env.adminHeaders })).body as { pending: number };
+
+const getJob = async (languageId: string, id: string) => {
+  const response = await env.request('GET', `/api/v1/languages/${languageId}/bulk/${id}`, { token });
+  expect(response.status, response.text).toBe(200);
+  return response.body.bulk_job as { status: string; lines_stored: number; lines_applied: number; saved: number; failed: number };
+};
+
+async function upload(languageId: string): Promise<string> {
+  const response = await env.request('POST', `/api/v1/languages/${languageId}/bulk`, { token, raw: FILE.join('\n'), headers: NDJSON });
+  expect(response.status, response.text).toBe(202);
+  return response.body.bulk_job.id as string;
+}
+
+/** What a language ended with: records, links and audit entries in order, without what differs between two uploads (numbers, request ids). */
+async function outcome(languageId: string) {
+  const records: Record<string, unknown> = {};
+  for (const kind of ['product', 'category', 'variant'] as const) {
+    for (const id of await liveIds(env, languageId, kind)) {
+      const row = await liveRecord(env, languageId, kind, id);
+      records[`${kind}/${id}`] = row?.data;
+    }
+  }
+  const audit = (await auditOf(env, languageId))
+    .filter((entry) => entry.kind !== 'language')
+    .map(({ kind, record_id, action, actor, changes }) => ({
+      kind,
+      record_id,
+      action,
+      actor,
+      changes,
+    }));
+  return { records, links: await linksOf(env, languageId, 'product_category'), audit };
+}
+
+beforeAll(async () => {
+  env = await startEnvironment({ worker: false });
+  token = await env.token();
+  for (const id of ['nl', 'de']) {
+    const response = await env.request('POST', '/api/v1/languages', { token, body: { language: { id, name: id, code: id } } });
+    expect(response.status).toBe(200);
+  }
+  // The languages' own creations are applied, so nothing of either is pending before its file.
+  const worker = await startWorker(env.config);
+  await waitForDrain(env.request, env.config);
+  await worker.close();
+});
+
+afterAll(async () => {
+  await env?.close();
+});
+
+describe("when a bulk file is its language's only writer", () => {
+  it("should apply each batch's effects with its lines, with no applier running", async () => {
+    const jobId = await upload('nl');
+    for (let batch = 1; batch <= 3; batch += 1) {
+      await applyBulkBatch(env.db, jobId, { batchSize: BATCH });
+      const stored = Math.min(batch * BATCH, FILE.length);
+      expect(await getJob('nl', jobId)).toMatchObject({ lines_stored: stored, lines_applied: stored });
+      expect((await syncStatus()).pending).toBe(0);
+    }
+    // The batch that stored the last line ended the job.
+    expect(await getJob('nl', jobId)).toMatchObject({ status: 'completed', lines_applied: FILE.length, saved: FILE.length, failed: 0 });
+    // The effects are there: stubs, links replaced by the later lines, a variant moved, and an audit entry for each.
+    expect(await liveRecord(env, 'nl', 'category', 'C-all')).toMatchObject({ data: { name: 'Everything' } });
+    const everything = await env.request('GET', '/api/v2/languages/nl/categories/C-all/products?per_page=1', { token });
+    expect(everything.body.meta.total).toBe(600);
+    const audit = await auditOf(env, 'nl');
+    expect(audit.filter((entry) => entry.action === 'stub')).toHaveLength(8);
+    expect(audit.filter((entry) => entry.action === 'unlink')).toHaveLength(1_200);
+  });
+});
+
+describe('when another writer of the language is in flight', () => {
+  it('should queue the batches behind it and end, once applied, as the file applied in turn', async () => {
+    const langKey = await langKeyOf(env, 'de');
+    let release!: () => void;
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => {
+      holding = resolve;
+    });
+    // A single write that has taken its number and not committed yet.
+    const writer = env.db.transaction(async (tx) => {
+      await holdLanguageForWrite(tx, langKey);
+      await tx.query(sql.unsafe`SELECT nextval('write_seq')`);
+      holding();
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+    });
+    await held;
+    const jobId = await upload('de');
+    for (let batch = 1; batch <= 3; batch += 1) await applyBulkBatch(env.db, jobId, { batchSize: BATCH });
+    expect(await getJob('de', jobId)).toMatchObject({ status: 'completed', lines_stored: FILE.length, lines_applied: 0 });
+    expect((await syncStatus()).pending).toBe(FILE.length);
+    release();
+    await writer;
+
+    const worker = await startWorker(env.config);
+    try {
+      await waitForDrain(env.request, env.config);
+    } finally {
+      await worker.close();
+    }
+    expect(await getJob('de', jobId)).toMatchObject({ lines_applied: FILE.length });
+    expect(await outcome('de')).toEqual(await outcome('nl'));
+  });
+});
