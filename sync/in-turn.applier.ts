@@ -34,9 +34,8 @@ const IN_TURN_SLICES = 4;
 
 /**
  * How long a batch tries for the applier lock before it queues its runs: a
- * drain batch holds it a few milliseconds when it finds nothing to do (as
- * after every batch in turn, which wakes the applier), and up to its slice's
- * time when it applies.
+ * drain batch holds it a few milliseconds for a few single writes' changes,
+ * and up to its slice's time when it applies a backlog.
  */
 const APPLIER_LOCK_WAIT_MS = 200;
 const APPLIER_LOCK_POLL_MS = 5;
