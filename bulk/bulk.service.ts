@@ -268,6 +268,14 @@ const BATCH_LINE_BYTES = 16 * 1024 * 1024;
 /** Errors that another try will probably not see: the database away, or a concurrent write that took a number first. */
 const isTransient = (error: unknown) => isDatabaseUnavailable(error) || error instanceof BatchOvertakenError;
 
+export interface BulkBatchOptions {
+  /** Lines a batch reads at most. */
+  batchSize: number;
+  logger?: Logger;
+  /** The applier's slice (APPLIER_SLICE_SIZE), which bounds what a run applied in turn may take (sync/in-turn.applier.ts). */
+  sliceSize?: number;
+}
+
 /**
  * Applies the next batch of a bulk job's lines in one transaction that also
  * advances `next_line`: a worker that dies resumes exactly where the last
@@ -279,6 +287,9 @@ const isTransient = (error: unknown) => isDatabaseUnavailable(error) || error in
  * write of a v2 file (each reads the lines before it) or a record already in
  * the run ends the run first, so the meaning is that of the lines sent one by
  * one. A file's lines are read as bodies of the interface it was uploaded to.
+ * A run that is its language's next change to apply has its effects applied
+ * in the same transaction; otherwise they are queued for the applier
+ * (sync/in-turn.applier.ts). The batch that stores the last line ends the job.
  *
  * One line's content never stops the file: a batch that fails for a reason no
  * line reported is taken again line by line, each line alone, and a line that
@@ -286,14 +297,6 @@ const isTransient = (error: unknown) => isDatabaseUnavailable(error) || error in
  * (the database up) is retried a few times, then the job ends `failed` with
  * a reason, instead of being retried for ever.
  */
-export interface BulkBatchOptions {
-  /** Lines a batch reads at most. */
-  batchSize: number;
-  logger?: Logger;
-  /** The applier's slice (APPLIER_SLICE_SIZE), which bounds what a run applied in turn may take (sync/in-turn.applier.ts). */
-  sliceSize?: number;
-}
-
 export async function applyBulkBatch(db: Database, jobId: string, options: BulkBatchOptions): Promise<BulkBatchResult> {
   const { logger } = options;
   try {
