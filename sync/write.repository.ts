@@ -86,11 +86,11 @@ export interface RecordWrite {
 /** How a run was written: its numbers in the order of the writes, and when it was accepted. */
 export type RunWritten = { status: 'written'; seqs: number[]; acceptedAt: string } | { status: 'language-gone' } | { status: 'overtaken' };
 
-const runWritten = z.object({
-  status: z.enum(['written', 'language-gone', 'overtaken']),
-  seqs: z.array(z.number()).nullable(),
-  accepted_at: z.string().nullable(),
-});
+const runWritten = z.discriminatedUnion('status', [
+  z.object({ status: z.literal('written'), seqs: z.array(z.number()), accepted_at: z.string() }),
+  z.object({ status: z.literal('language-gone') }),
+  z.object({ status: z.literal('overtaken') }),
+]);
 
 /**
  * writeRecord for a run of distinct records in one statement
@@ -138,8 +138,7 @@ export async function writeRecords(
       ${queue}
     )
   `);
-  if (row.status !== 'written') return { status: row.status };
-  return { status: 'written', seqs: row.seqs ?? [], acceptedAt: row.accepted_at ?? '' };
+  return row.status === 'written' ? { status: 'written', seqs: row.seqs, acceptedAt: row.accepted_at } : row;
 }
 
 /**
