@@ -145,3 +145,24 @@ describe('when another writer of the language is in flight', () => {
     expect(await outcome('de')).toEqual(await outcome('nl'));
   });
 });
+
+describe('when the language is deleted while its file is under way', () => {
+  it('should end the job failed, saying so, after the batches applied before', async () => {
+    const response = await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'fr', name: 'fr', code: 'fr' } } });
+    expect(response.status).toBe(200);
+    const worker = await startWorker(env.config);
+    try {
+      await waitForDrain(env.request, env.config);
+    } finally {
+      await worker.close();
+    }
+    const jobId = await upload('fr');
+    await applyBulkBatch(env.db, jobId, { batchSize: BATCH });
+    expect(await getJob('fr', jobId)).toMatchObject({ status: 'running', lines_stored: BATCH, lines_applied: BATCH });
+    expect((await env.request('DELETE', '/api/v1/languages/fr', { token })).status).toBe(200);
+
+    await applyBulkBatch(env.db, jobId, { batchSize: BATCH });
+    const job = await env.db.one(sql.unsafe`SELECT status, error, saved FROM bulk_jobs WHERE id = ${jobId}`);
+    expect(job).toEqual({ status: 'failed', error: "Language 'fr' was deleted", saved: BATCH });
+  });
+});
