@@ -71,8 +71,8 @@ export class InTurnWriter {
   async writeRun(writes: readonly RecordWrite[], origin: ChangeOrigin): Promise<'applied' | 'queued' | 'language-gone' | 'overtaken'> {
     const { tx, langKey } = this;
     if (!this.holdsApplier) {
-      const queued = await writeRecords(tx, langKey, writes, origin);
-      return queued.status === 'written' ? 'queued' : queued.status;
+      const { status } = await writeRecords(tx, langKey, writes, origin);
+      return status === 'written' ? 'queued' : status;
     }
     const written = await writeRecords(tx, langKey, writes, origin, { queue: false });
     if (written.status !== 'written') return written.status;
