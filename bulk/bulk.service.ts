@@ -253,6 +253,8 @@ export interface BulkBatchResult {
   lastLine?: number;
   /** The batch left changes for the applier (a batch in turn applies its own: sync/in-turn.applier.ts). */
   queued?: boolean;
+  /** Changes whose effects the batch applied itself, in turn. */
+  appliedInTurn?: number;
 }
 
 class BatchOvertakenError extends Error {}
@@ -389,7 +391,7 @@ async function applyBatchOnce(tx: Connection, jobId: string, options: BulkBatchO
   };
   const languageGone = async () => {
     await finishBulkJob(tx, jobId, 'failed', `Language '${job.language_id}' was deleted`);
-    return { done: true, applied: saved };
+    return { done: true, applied: saved, appliedInTurn: inTurn?.appliedChanges ?? 0 };
   };
   /** One line, as its single request would be taken; writes may wait in the run. */
   const applyLine = async (conn: Connection, text: string): Promise<'ok' | 'language-gone'> => {
@@ -459,5 +461,5 @@ async function applyBatchOnce(tx: Connection, jobId: string, options: BulkBatchO
   // The batch that stores the last line ends the job: its lines may be applied with it (in turn), and a file whose every line is applied reads completed.
   const done = job.saved + job.failed + saved + errors.length >= job.lines;
   if (done) await finishBulkJob(tx, jobId, 'completed', null);
-  return { done, applied: lines.length, langKey: job.lang_key, lastLine, queued };
+  return { done, applied: lines.length, langKey: job.lang_key, lastLine, queued, appliedInTurn: inTurn?.appliedChanges ?? 0 };
 }

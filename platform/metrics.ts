@@ -145,6 +145,23 @@ export function createJobMetrics(registry: Registry) {
 
 export type JobMetrics = ReturnType<typeof createJobMetrics>;
 
+/** Who applied a change's effects: the applier draining the outbox, or a bulk batch in turn (sync/in-turn.applier.ts). */
+export type AppliedBy = 'applier' | 'bulk_in_turn';
+
+export function createApplierMetrics(registry: Registry) {
+  const changesApplied = new Counter({
+    name: 'sync_changes_applied_total',
+    help: 'Changes whose effects were applied and committed, by who applied them (applier: from the outbox; bulk_in_turn: by the bulk batch that stored them)',
+    labelNames: ['by'],
+    registers: [registry],
+  });
+  // Both series from the start: a worker that has applied nothing yet shows 0, not a missing series.
+  for (const by of ['applier', 'bulk_in_turn'] satisfies AppliedBy[]) changesApplied.inc({ by }, 0);
+  return { changesApplied };
+}
+
+export type ApplierMetrics = ReturnType<typeof createApplierMetrics>;
+
 export async function renderMetrics(registry: Registry): Promise<{ contentType: string; body: string }> {
   return { contentType: registry.contentType, body: await registry.metrics() };
 }

@@ -36,6 +36,8 @@ export interface DrainOptions {
   budgetMs?: number;
   /** An entry that fails this many times is set aside as failed (sync-status `failed`). */
   maxEntryAttempts?: number;
+  /** Told how many changes each batch applied completely, once it has committed (the worker's metrics). */
+  onApplied?: (changes: number) => void;
 }
 
 /**
@@ -109,6 +111,7 @@ export async function drainLanguage(db: Database, langKey: number, logger: Logge
     readLimit: batchSize,
     // Changes at or below it are applied or set aside: the drain reads past their deleted index entries.
     after: await appliedThrough(db, langKey),
+    onApplied: options.onApplied,
   };
   const deadline = Date.now() + (options.budgetMs ?? DEFAULT_RUN_MS);
   let applied = 0;
@@ -148,6 +151,7 @@ interface Drain {
   readLimit: number;
   /** Where this drain got to: every change at or before it is applied or set aside. */
   after: number;
+  onApplied: ((changes: number) => void) | undefined;
 }
 
 interface BatchOutcome {
@@ -293,6 +297,7 @@ async function runBatch(drain: Drain, horizon: number, careful: boolean): Promis
   });
   if (outcome === 'busy') return outcome;
   const { result, read, limit } = outcome;
+  if (result.seqs.length > 0) drain.onApplied?.(result.seqs.length);
   drain.after = result.seqs.at(-1) ?? drain.after;
   drain.readLimit = nextReadLimit(drain.batchSize, result.seqs.length, result.stopped);
   const { failure } = result;

@@ -41,6 +41,9 @@ const APPLIER_LOCK_WAIT_MS = 200;
 const APPLIER_LOCK_POLL_MS = 5;
 
 export class InTurnWriter {
+  /** Changes whose effects this transaction applied in turn (counted once it commits: the worker's metrics). */
+  appliedChanges = 0;
+
   private constructor(
     private readonly tx: Tx,
     private readonly langKey: number,
@@ -116,6 +119,7 @@ export class InTurnWriter {
       await queue(entries);
       return 'queued';
     }
+    this.appliedChanges += applied.seqs.length;
     const rest = entries.slice(applied.seqs.length);
     await queue(rest);
     if (applied.partial) await saveChangeProgress(tx, applied.partial.seq, applied.partial.progress);

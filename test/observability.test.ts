@@ -253,6 +253,47 @@ describe('when a worker runs jobs', () => {
     expect((await httpRequest(`http://127.0.0.1:${worker.metricsPort}`, 'GET', '/other')).status).toBe(404);
   });
 
+  it('should count the changes it applied, by who applied them: the applier from the outbox, or a bulk file in turn', async () => {
+    const scrape = async () => (await httpRequest(`http://127.0.0.1:${worker.metricsPort}`, 'GET', '/metrics')).text;
+    const applied = (text: string, by: string) => sample(text, 'sync_changes_applied_total', { by });
+    const drain = () => waitForDrain((method, path, options) => httpRequest(stack.baseUrl, method, path, options), stack.config);
+    const created = await httpRequest(stack.baseUrl, 'POST', '/api/v1/languages', {
+      token: stack.token,
+      body: { language: { id: 'pt', name: 'Português', code: 'pt' } },
+    });
+    expect(created.status).toBe(200);
+    await drain();
+    const before = await scrape();
+    expect(applied(before, 'applier')).toBeGreaterThan(0);
+
+    // Single writes are applied by the applier; a bulk file whose changes are next applies its own (no outbox row).
+    for (const id of ['a', 'b']) {
+      const written = await httpRequest(stack.baseUrl, 'POST', '/api/v1/languages/pt/products', {
+        token: stack.token,
+        body: { product: { id, name: id, category_ids: ['c1'] } },
+      });
+      expect(written.status).toBe(200);
+    }
+    await drain();
+    const lines = ['x', 'y', 'z'].map((id) => JSON.stringify({ product: { id, name: id, category_ids: ['c1', 'c2'] } }));
+    const uploaded = await httpRequest(stack.baseUrl, 'POST', '/api/v1/languages/pt/bulk', {
+      token: stack.token,
+      raw: lines.join('\n'),
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
+    expect(uploaded.status, uploaded.text).toBe(202);
+    const jobPath = `/api/v1/languages/pt/bulk/${uploaded.body.bulk_job.id as string}`;
+    await pollUntil(
+      () => httpRequest(stack.baseUrl, 'GET', jobPath, { token: stack.token }),
+      (response) => response.body.bulk_job?.status === 'completed',
+      { timeoutMs: 10_000 },
+    );
+    await drain();
+    const after = await scrape();
+    expect(applied(after, 'applier')! - applied(before, 'applier')!).toBe(2);
+    expect(applied(after, 'bulk_in_turn')! - (applied(before, 'bulk_in_turn') ?? 0)).toBe(3);
+  });
+
   it('should log each job with the request id it carries', async () => {
     const line = await pollUntil(
       async () => workerLogs.lines.find((entry) => entry['msg'] === 'job done' && entry['request_id'] === 'obs-worker-1'),

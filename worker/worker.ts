@@ -3,7 +3,14 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../platform/config.js';
 import { createDatabase } from '../platform/db.js';
 import { createLogger, type Logger } from '../platform/logger.js';
-import { createJobMetrics, createMetricsRegistry, registerPoolMetrics, serveMetrics, slonikPoolUsage } from '../platform/metrics.js';
+import {
+  createApplierMetrics,
+  createJobMetrics,
+  createMetricsRegistry,
+  registerPoolMetrics,
+  serveMetrics,
+  slonikPoolUsage,
+} from '../platform/metrics.js';
 import { createQueues, type JobName, jobOptionsOf, QUEUES, type QueueKey, settleConnections } from '../platform/queue.js';
 import { createRedis } from '../platform/redis.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
@@ -46,16 +53,22 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     (error) => logger.debug({ err: error.message }, 'queue error'),
     jobOptionsOf(config),
   );
+  const registry = createMetricsRegistry('worker');
+  const jobMetrics = createJobMetrics(registry);
+  const applierMetrics = createApplierMetrics(registry);
   const context: ProcessorContext = {
     db,
     logger,
     notifier: new OutboxNotifier(queues.effects, logger),
-    drainOptions: { sliceSize: config.APPLIER_SLICE_SIZE, budgetMs: config.APPLIER_RUN_MS },
+    drainOptions: {
+      sliceSize: config.APPLIER_SLICE_SIZE,
+      budgetMs: config.APPLIER_RUN_MS,
+      onApplied: (changes) => applierMetrics.changesApplied.inc({ by: 'applier' }, changes),
+    },
     maxEffectsBacklog: config.BULK_MAX_EFFECTS_BACKLOG,
+    metrics: applierMetrics,
   };
 
-  const registry = createMetricsRegistry('worker');
-  const jobMetrics = createJobMetrics(registry);
   registerPoolMetrics(registry, { worker: slonikPoolUsage(db) });
   const metricsServer = await serveMetrics(registry, config.WORKER_METRICS_PORT, config.HOST, logger);
 

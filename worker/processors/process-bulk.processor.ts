@@ -23,7 +23,10 @@ const crossesAnalyzeMark = (from: number, to: number) => {
   return false;
 };
 
-export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db, notifier, logger, maxEffectsBacklog, drainOptions }) => {
+export const processBulkProcessor: Processor<'process-bulk'> = async (
+  job,
+  { db, notifier, logger, maxEffectsBacklog, drainOptions, metrics },
+) => {
   const { bulkJobId } = job.data;
   if (typeof bulkJobId !== 'string') throw new UnrecoverableError('process-bulk needs a bulkJobId');
   const deadline = Date.now() + SLICE_MS;
@@ -36,6 +39,7 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (job, { db,
     if (langKey !== undefined && !(await effectsCaughtUp(db, langKey, maxEffectsBacklog, deadline))) break;
     const result = await applyBulkBatch(db, bulkJobId, { batchSize: BATCH, logger, sliceSize: drainOptions.sliceSize });
     applied += result.applied;
+    if (result.appliedInTurn) metrics.changesApplied.inc({ by: 'bulk_in_turn' }, result.appliedInTurn);
     if (result.lastLine !== undefined && crossesAnalyzeMark(result.lastLine - result.applied, result.lastLine)) {
       // Best effort: a role that may not ANALYZE (not the tables' owner) only loses speed.
       await refreshPlannerStatistics(db).catch((error: Error) =>

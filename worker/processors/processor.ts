@@ -1,6 +1,7 @@
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Database } from '../../platform/db.js';
+import type { ApplierMetrics } from '../../platform/metrics.js';
 import type { JobData, JobName } from '../../platform/queue.js';
 import type { DrainOptions } from '../../sync/drain.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
@@ -10,8 +11,9 @@ export interface ProcessorContext {
   logger: Logger;
   /** Wakes the applier of a language after work that wrote outbox rows. */
   notifier: OutboxNotifier;
-  /** How the applier drains a language (slice size from the configuration). */
+  /** How the applier drains a language (slice size from the configuration; it counts what it applies in `metrics`). */
   drainOptions: DrainOptions;
+  metrics: ApplierMetrics;
   /** Changes of a language left to apply at which a bulk file waits for the applier (backpressure). */
   maxEffectsBacklog: number;
 }
