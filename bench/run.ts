@@ -202,7 +202,16 @@ async function main() {
     RATE_LIMIT_RPS: '1000000',
   };
   const api = start('bin/api.ts', [], { ...common, PORT: String(apiPort) }, true);
-  const worker = start('bin/worker.ts', [], { ...common, WORKER_CONCURRENCY: '4', WORKER_METRICS_PORT: '0' }, true);
+  const workerMetricsPort = await freePort();
+  const worker = start('bin/worker.ts', [], { ...common, WORKER_CONCURRENCY: '4', WORKER_METRICS_PORT: String(workerMetricsPort) }, true);
+  /** The worker's count of changes applied, by who applied them (sync_changes_applied_total). */
+  const appliedBy = async (): Promise<Record<string, number>> => {
+    const text = await (await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`)).text();
+    const counts: Record<string, number> = {};
+    for (const match of text.matchAll(/^sync_changes_applied_total\{[^}]*by="([a-z_]+)"[^}]*\} (\S+)$/gm))
+      counts[match[1]!] = Number(match[2]);
+    return counts;
+  };
   const base = `http://127.0.0.1:${apiPort}`;
   await waitFor(`${base}/healthz`);
   const token = (
@@ -370,6 +379,7 @@ async function main() {
     await drainTime(60);
 
     log(`bulk: ${BULK_LINES} lines, capped at ${BULK_TIMEOUT_S}s`);
+    const appliedBefore = await appliedBy();
     const watch = await CpuWatch.start({ api: api.pid, worker: worker.pid }, databaseUrl);
     const bulkStarted = Date.now();
     const upload = await fetch(`${base}/api/v1/languages/bulk/bulk`, {
@@ -393,6 +403,8 @@ async function main() {
     const bulkElapsed = (Date.now() - bulkStarted) / 1000;
     const cost = await watch.stop();
     const pendingAtEnd = await pending();
+    const appliedAfter = await appliedBy();
+    const appliedDuring = (by: string) => (appliedAfter[by] ?? 0) - (appliedBefore[by] ?? 0);
     const processed = bulkStatus.saved + bulkStatus.failed;
     // Unfinished: the slower of the two rates (lines stored, effects applied) decides.
     const linesRate = processed / Math.max(linesDone - uploaded, 0.001);
@@ -456,6 +468,9 @@ async function main() {
       lag_s: finished ? Number((bulkElapsed - linesDone).toFixed(1)) : null,
       lines_per_s: Math.round(linesRate),
       pending_at_end: pendingAtEnd,
+      // Who applied the file's changes: its own batches, in turn, or the applier from the outbox (queued).
+      changes_applied_in_turn: appliedDuring('bulk_in_turn'),
+      changes_applied_by_applier: appliedDuring('applier'),
       api_cpu_us_per_line: perUnit(cost.cpu['api'], processed),
       worker_cpu_us_per_line: perUnit(cost.cpu['worker'], processed),
       pg_cpu_us_per_line: perUnit(cost.cpu['postgres'], processed),
@@ -597,6 +612,7 @@ function table(): string {
     );
     row('bulk lines stored s / lag s', `${value('bulk.lines_stored_s')} / ${value('bulk.lag_s')}`, '', '', 'lag <= 15');
     row('bulk lines/s', value('bulk.lines_per_s'));
+    row('bulk changes applied in turn / queued', `${value('bulk.changes_applied_in_turn')} / ${value('bulk.changes_applied_by_applier')}`);
     row(
       'bulk CPU µs per line (api/worker/pg)',
       `${value('bulk.api_cpu_us_per_line')} / ${value('bulk.worker_cpu_us_per_line')} / ${value('bulk.pg_cpu_us_per_line')}`,
