@@ -19,7 +19,9 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { createClient } from '../auth/auth.service.js';
 import { createDatabase } from '../platform/db.js';
+import type { AppliedBy } from '../platform/metrics.js';
 import { migrate } from '../platform/migrator.js';
+import { sample } from '../test/support/metrics.js';
 import { startNewlineUploads } from '../test/support/newline-uploads.js';
 import { type PrivatePostgres, startPrivatePostgres } from '../test/support/postgres.js';
 import { freePort } from '../test/support/processes.js';
@@ -204,14 +206,8 @@ async function main() {
   const api = start('bin/api.ts', [], { ...common, PORT: String(apiPort) }, true);
   const workerMetricsPort = await freePort();
   const worker = start('bin/worker.ts', [], { ...common, WORKER_CONCURRENCY: '4', WORKER_METRICS_PORT: String(workerMetricsPort) }, true);
-  /** The worker's count of changes applied, by who applied them (sync_changes_applied_total). */
-  const appliedBy = async (): Promise<Record<string, number>> => {
-    const text = await (await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`)).text();
-    const counts: Record<string, number> = {};
-    for (const match of text.matchAll(/^sync_changes_applied_total\{[^}]*by="([a-z_]+)"[^}]*\} (\S+)$/gm))
-      counts[match[1]!] = Number(match[2]);
-    return counts;
-  };
+  /** The worker's metrics text (sync_changes_applied_total: who applied the changes). */
+  const workerMetrics = async () => (await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`)).text();
   const base = `http://127.0.0.1:${apiPort}`;
   await waitFor(`${base}/healthz`);
   const token = (
@@ -379,7 +375,7 @@ async function main() {
     await drainTime(60);
 
     log(`bulk: ${BULK_LINES} lines, capped at ${BULK_TIMEOUT_S}s`);
-    const appliedBefore = await appliedBy();
+    const appliedBefore = await workerMetrics();
     const watch = await CpuWatch.start({ api: api.pid, worker: worker.pid }, databaseUrl);
     const bulkStarted = Date.now();
     const upload = await fetch(`${base}/api/v1/languages/bulk/bulk`, {
@@ -403,8 +399,10 @@ async function main() {
     const bulkElapsed = (Date.now() - bulkStarted) / 1000;
     const cost = await watch.stop();
     const pendingAtEnd = await pending();
-    const appliedAfter = await appliedBy();
-    const appliedDuring = (by: string) => (appliedAfter[by] ?? 0) - (appliedBefore[by] ?? 0);
+    const appliedAfter = await workerMetrics();
+    const appliedDuring = (by: AppliedBy) =>
+      (sample(appliedAfter, 'sync_changes_applied_total', { by }) ?? 0) -
+      (sample(appliedBefore, 'sync_changes_applied_total', { by }) ?? 0);
     const processed = bulkStatus.saved + bulkStatus.failed;
     // Unfinished: the slower of the two rates (lines stored, effects applied) decides.
     const linesRate = processed / Math.max(linesDone - uploaded, 0.001);

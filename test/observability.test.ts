@@ -8,19 +8,10 @@ import { migrate } from '../platform/migrator.js';
 import { type RunningWorker, startWorker } from '../worker/worker.js';
 import { dropDatabase, httpRequest, testConfig, uniqueName, waitForDrain } from './support/harness.js';
 import { type CapturedLogs, captureLogs } from './support/log-capture.js';
+import { sample } from './support/metrics.js';
 import { pollUntil } from './support/poll.js';
 import { freePort } from './support/processes.js';
 import { openQueues } from './support/queues.js';
-
-/** One sample of a Prometheus text exposition, e.g. value('x_count', { route: '/a' }). */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    const wanted = Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`));
-    if (wanted) return Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return undefined;
-}
 
 interface Stack {
   config: Config;
