@@ -22,6 +22,7 @@ import {
 import { InTurnWriter } from '../sync/in-turn.applier.js';
 import { holdLanguageForWrite } from '../sync/locks.js';
 import { type ChangeOrigin, deleteRecord, writeRecords } from '../sync/write.repository.js';
+import type { BatchAhead, BatchPrefetcher } from './batch.prefetcher.js';
 import {
   type BulkJobRow,
   discardReceivingJob,
@@ -265,7 +266,7 @@ const OVERTAKEN_RETRIES = 5;
 export const MAX_BATCH_ATTEMPTS = 5;
 
 /** The lines one batch reads at most (as stored; at least one line), so a file of 1 MiB lines does not fill the worker's memory. */
-const BATCH_LINE_BYTES = 16 * 1024 * 1024;
+export const BATCH_LINE_BYTES = 16 * 1024 * 1024;
 
 /** Errors that another try will probably not see: the database away, or a concurrent write that took a number first. */
 const isTransient = (error: unknown) => isDatabaseUnavailable(error) || error instanceof BatchOvertakenError;
@@ -273,6 +274,8 @@ const isTransient = (error: unknown) => isDatabaseUnavailable(error) || error in
 export interface BulkBatchOptions {
   /** Lines a batch reads at most. */
   batchSize: number;
+  /** Reads and checks the next batch's lines while this one is in Postgres (one per slice of a job). */
+  prefetcher?: BatchPrefetcher;
   logger?: Logger;
   /** The applier's slice (APPLIER_SLICE_SIZE), which bounds what a run applied in turn may take (sync/in-turn.applier.ts). */
   sliceSize?: number;
@@ -325,8 +328,10 @@ async function applyRetryingOvertaken(
   lineByLine: boolean,
 ): Promise<BulkBatchResult> {
   for (let attempt = 1; ; attempt += 1) {
+    // Awaited before the transaction, so no batch holds a connection while it waits for the read-ahead's.
+    const readAhead = await options.prefetcher?.take(jobId);
     try {
-      return await db.transaction((tx) => applyBatchOnce(tx, jobId, options, lineByLine));
+      return await db.transaction((tx) => applyBatchOnce(tx, jobId, options, lineByLine, readAhead));
     } catch (error) {
       // A concurrent single write of a record in the run took a later number first: numbering the run again fixes it.
       if (!(error instanceof BatchOvertakenError) || attempt === OVERTAKEN_RETRIES) throw error;
@@ -339,16 +344,24 @@ type Connection = DatabaseTransactionConnection;
 /** A line that failed for no reason of its own content that the service can name (logged; reported with the generic message). */
 class LineFailedError extends Error {}
 
-async function applyBatchOnce(tx: Connection, jobId: string, options: BulkBatchOptions, lineByLine: boolean): Promise<BulkBatchResult> {
+async function applyBatchOnce(
+  tx: Connection,
+  jobId: string,
+  options: BulkBatchOptions,
+  lineByLine: boolean,
+  readAhead: BatchAhead | undefined,
+): Promise<BulkBatchResult> {
   const { batchSize, logger } = options;
   const job = await lockBulkJob(tx, jobId);
   // A job still being received is woken up again once it is stored.
   if (!job || job.status === 'receiving' || job.status === 'completed' || job.status === 'failed') return { done: true, applied: 0 };
-  const lines = await readBulkLines(tx, jobId, job.next_line, batchSize, BATCH_LINE_BYTES);
+  const ahead = readAhead?.after === job.next_line ? readAhead : undefined;
+  const lines = ahead?.lines ?? (await readBulkLines(tx, jobId, job.next_line, batchSize, BATCH_LINE_BYTES));
   if (lines.length === 0) {
     await finishBulkJob(tx, jobId, 'completed', null);
     return { done: true, applied: 0, langKey: job.lang_key };
   }
+  options.prefetcher?.start(jobId, lines[lines.length - 1]!.line_no, job.api_version);
   // Line by line, each line's savepoint would take the applier lock with it when rolled back: its runs are queued.
   const inTurn = lineByLine ? undefined : await InTurnWriter.open(tx, job.lang_key, { sliceSize: options.sliceSize, logger });
   /*
@@ -393,9 +406,11 @@ async function applyBatchOnce(tx: Connection, jobId: string, options: BulkBatchO
     await finishBulkJob(tx, jobId, 'failed', `Language '${job.language_id}' was deleted`);
     return { done: true, applied: saved, appliedInTurn: inTurn?.appliedChanges ?? 0 };
   };
-  /** One line, as its single request would be taken; writes may wait in the run. */
-  const applyLine = async (conn: Connection, text: string): Promise<'ok' | 'language-gone'> => {
-    const parsed = parseBulkLine(text, job.api_version);
+  /** One line, as its single request would be taken; writes may wait in the run. What was done ahead is not done again. */
+  const applyLine = async (conn: Connection, line: number, text: string): Promise<'ok' | 'language-gone'> => {
+    const early = ahead?.taken.get(line);
+    if (early && 'error' in early) throw early.error;
+    const parsed = early ? early.line : parseBulkLine(text, job.api_version);
     if (parsed.type !== 'write') {
       if (!(await flush(conn))) return 'language-gone';
       await holdLanguage();
@@ -407,7 +422,8 @@ async function applyBatchOnce(tx: Connection, jobId: string, options: BulkBatchO
     // A profile's id may depend on the lines before it; a required record (a purchase event's order) is checked alone.
     const alone = parsed.kind === 'profile' || Boolean(KINDS[parsed.kind].requires);
     if (alone && !(await flush(conn))) return 'language-gone';
-    const prepared = await prepareWrite(conn, job.lang_key, parsed.kind, parsed.body, job.api_version);
+    if (early && 'prepareError' in early) throw early.prepareError;
+    const prepared = early?.prepared ?? (await prepareWrite(conn, job.lang_key, parsed.kind, parsed.body, job.api_version));
     if (alone) {
       queued = true;
       if (!(await storePrepared(conn, job.lang_key, prepared, origin))) return 'language-gone';
@@ -435,7 +451,7 @@ async function applyBatchOnce(tx: Connection, jobId: string, options: BulkBatchO
       return await tx.transaction(async (savepoint) => {
         // slonik runs this again after a deadlock or a serialization failure: each attempt starts from the line alone.
         forgetLine();
-        const outcome = await applyLine(savepoint, text);
+        const outcome = await applyLine(savepoint, line, text);
         if (outcome === 'ok' && !(await flush(savepoint))) return 'language-gone';
         return outcome;
       });
@@ -448,7 +464,7 @@ async function applyBatchOnce(tx: Connection, jobId: string, options: BulkBatchO
   };
   for (const { line_no: line, line: text } of lines) {
     try {
-      if ((await (lineByLine ? applyLineAlone(line, text) : applyLine(tx, text))) === 'language-gone') return languageGone();
+      if ((await (lineByLine ? applyLineAlone(line, text) : applyLine(tx, line, text))) === 'language-gone') return languageGone();
     } catch (error) {
       if (error instanceof LineFailedError) errors.push({ line, error: GENERIC_500_BODY });
       else if (error instanceof AppError) errors.push({ line, error: error.body() });

@@ -95,17 +95,8 @@ async function resolveProfileId(db: CommonQueryMethods, langKey: number, input: 
   return id!;
 }
 
-/**
- * parseEnvelope, except that profile rule 9's missing id/email (which needs the
- * database) still comes before unknown and invalid fields (CONTRACT 4 order).
- */
-async function parseRecord(
-  kind: StoredKind,
-  body: unknown,
-  definition: KindDefinition,
-  generation: Generation,
-  checkProfileMissing: (raw: Record<string, unknown>) => Promise<void>,
-): Promise<Record<string, unknown>> {
+/** parseEnvelope; a v2 write sending a read-only field is told how to change it (CONTRACT 8, V2-SURFACE 2). */
+function parseEnvelopeHinted(kind: StoredKind, body: unknown, definition: KindDefinition, generation: Generation): Record<string, unknown> {
   try {
     return parseEnvelope(kind, body, definition.schema) as Record<string, unknown>;
   } catch (error) {
@@ -117,9 +108,26 @@ async function parseRecord(
       error.errorClass === 'unknown_parameters' &&
       error.parameters.some((name) => v2.readOnly.includes(name))
     ) {
-      // CONTRACT 8, V2-SURFACE 2: a read-only field is refused with a message naming the way to change it.
       throw new ValidationError('unknown_parameters', error.parameters, `${error.message}. ${v2.hint}`);
     }
+    throw error;
+  }
+}
+
+/**
+ * parseEnvelopeHinted, except that profile rule 9's missing id/email (which needs the
+ * database) still comes before unknown and invalid fields (CONTRACT 4 order).
+ */
+async function parseRecord(
+  kind: StoredKind,
+  body: unknown,
+  definition: KindDefinition,
+  generation: Generation,
+  checkProfileMissing: (raw: Record<string, unknown>) => Promise<void>,
+): Promise<Record<string, unknown>> {
+  try {
+    return parseEnvelopeHinted(kind, body, definition, generation);
+  } catch (error) {
     // v2 profiles need both id and email on every write, so only v1's rule 9 reads the database first.
     if (kind !== 'profile' || generation === 'v2' || !(error instanceof ValidationError) || error.errorClass === 'missing_parameters')
       throw error;
@@ -165,11 +173,26 @@ export async function prepareWrite(
   body: unknown,
   generation: Generation = 'v1',
 ): Promise<PreparedWrite> {
+  if (kind !== 'profile') return prepareWriteAlone(kind, body, generation);
   const definition = writeView(kind, generation);
   const input = await parseRecord(kind, body, definition, generation, async (raw) => {
     await resolveProfileId(db, langKey, raw);
   });
-  const id = kind === 'profile' ? await resolveProfileId(db, langKey, input) : recordIdOf(definition, input);
+  const id = await resolveProfileId(db, langKey, input);
+  const { fields, lists, times } = splitInput(definition, input);
+  return { kind, id, fields, lists, times, payload: { ...input, id }, generation };
+}
+
+/**
+ * prepareWrite of a kind whose id is in its body: every kind but the profile
+ * (rule 9 matches profiles in the database). It reads nothing, so a bulk
+ * batch can prepare its lines before its turn (bulk/batch.prefetcher.ts).
+ * @throws {ValidationError}
+ */
+export function prepareWriteAlone(kind: Exclude<StoredKind, 'profile'>, body: unknown, generation: Generation = 'v1'): PreparedWrite {
+  const definition = writeView(kind, generation);
+  const input = parseEnvelopeHinted(kind, body, definition, generation);
+  const id = recordIdOf(definition, input);
   const { fields, lists, times } = splitInput(definition, input);
   return { kind, id, fields, lists, times, payload: { ...input, id }, generation };
 }

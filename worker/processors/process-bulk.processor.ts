@@ -1,7 +1,8 @@
 import type { Job } from 'bullmq';
 import { UnrecoverableError } from 'bullmq';
+import { BatchPrefetcher } from '../../bulk/batch.prefetcher.js';
 import { bulkJobProgress, bulkJobTurn, refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
-import { applyBulkBatch } from '../../bulk/bulk.service.js';
+import { applyBulkBatch, BATCH_LINE_BYTES } from '../../bulk/bulk.service.js';
 import type { Database } from '../../platform/db.js';
 import { languageBacklog } from '../../sync/status.repository.js';
 import type { Processor } from './processor.js';
@@ -35,9 +36,11 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (
   // An earlier file of the same account goes first; the sweeper queues this one once that is done.
   if (turn && !turn.in_turn) return { bulkJobId, applied: 0, done: false, waiting: 'an earlier file of the account' };
   let langKey = turn?.lang_key;
+  // Nothing is read ahead for a batch that would start after the slice's end.
+  const prefetcher = new BatchPrefetcher(db, { batchSize: BATCH, maxBytes: BATCH_LINE_BYTES }, deadline);
   while (Date.now() < deadline) {
     if (langKey !== undefined && !(await effectsCaughtUp(db, langKey, maxEffectsBacklog, deadline))) break;
-    const result = await applyBulkBatch(db, bulkJobId, { batchSize: BATCH, logger, sliceSize: drainOptions.sliceSize });
+    const result = await applyBulkBatch(db, bulkJobId, { batchSize: BATCH, logger, sliceSize: drainOptions.sliceSize, prefetcher });
     applied += result.applied;
     if (result.appliedInTurn) metrics.changesApplied.inc({ by: 'bulk_in_turn' }, result.appliedInTurn);
     if (result.lastLine !== undefined && crossesAnalyzeMark(result.lastLine - result.applied, result.lastLine)) {
