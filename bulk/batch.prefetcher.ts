@@ -32,7 +32,8 @@ const LINES_PER_TURN = 64;
  * this, the worker's share of a line (a third of it) and Postgres' share
  * were paid one after the other; with it, the next batch's parsing and
  * validation are done while the worker waits for the current one's
- * statements (docs/decisions.md, "Bulk batches read ahead").
+ * statements (docs/decisions.md, "A bulk file's next batch is read and
+ * checked while the current one is in Postgres").
  *
  * Only what needs no database state is done ahead: reading the lines (a
  * stored file's lines never change until the job ends), parsing them, and
