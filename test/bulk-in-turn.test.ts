@@ -2,8 +2,7 @@ import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyBulkBatch } from '../bulk/bulk.service.js';
 import { holdLanguageForWrite } from '../sync/locks.js';
-import { startWorker } from '../worker/worker.js';
-import { startEnvironment, type TestEnvironment, waitForDrain } from './support/harness.js';
+import { drainWithWorker, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { auditOf, langKeyOf, linksOf, liveIds, liveRecord } from './support/state.js';
 
 /*
@@ -80,9 +79,7 @@ beforeAll(async () => {
     expect(response.status).toBe(200);
   }
   // The languages' own creations are applied, so nothing of either is pending before its file.
-  const worker = await startWorker(env.config);
-  await waitForDrain(env.request, env.config);
-  await worker.close();
+  await drainWithWorker(env);
 });
 
 afterAll(async () => {
@@ -135,12 +132,7 @@ describe('when another writer of the language is in flight', () => {
     release();
     await writer;
 
-    const worker = await startWorker(env.config);
-    try {
-      await waitForDrain(env.request, env.config);
-    } finally {
-      await worker.close();
-    }
+    await drainWithWorker(env);
     expect(await getJob('de', jobId)).toMatchObject({ lines_applied: FILE.length });
     expect(await outcome('de')).toEqual(await outcome('nl'));
   });
@@ -150,12 +142,7 @@ describe('when the language is deleted while its file is under way', () => {
   it('should end the job failed, saying so, after the batches applied before', async () => {
     const response = await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'fr', name: 'fr', code: 'fr' } } });
     expect(response.status).toBe(200);
-    const worker = await startWorker(env.config);
-    try {
-      await waitForDrain(env.request, env.config);
-    } finally {
-      await worker.close();
-    }
+    await drainWithWorker(env);
     const jobId = await upload('fr');
     await applyBulkBatch(env.db, jobId, { batchSize: BATCH });
     expect(await getJob('fr', jobId)).toMatchObject({ status: 'running', lines_stored: BATCH, lines_applied: BATCH });

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BatchAhead, BatchPrefetcher } from '../bulk/batch.prefetcher.js';
 import { applyBulkBatch, BATCH_LINE_BYTES } from '../bulk/bulk.service.js';
-import { startWorker } from '../worker/worker.js';
-import { startEnvironment, type TestEnvironment, waitForDrain } from './support/harness.js';
+import { drainWithWorker, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { auditOf, linksOf, liveIds, liveRecord, type RecordKindName } from './support/state.js';
 
 /*
@@ -93,9 +92,7 @@ beforeAll(async () => {
     expect(response.status).toBe(200);
   }
   // The languages' own creations are applied, so each file is its language's only writer.
-  const worker = await startWorker(env.config);
-  await waitForDrain(env.request, env.config);
-  await worker.close();
+  await drainWithWorker(env);
 });
 
 afterAll(async () => {

@@ -170,3 +170,13 @@ export async function waitForDrain(
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/** Runs a worker until nothing is pending, then stops it: for tests that run bulk batches themselves, with no worker of their own. */
+export async function drainWithWorker(env: TestEnvironment): Promise<void> {
+  const worker = await startWorker(env.config);
+  try {
+    await waitForDrain(env.request, env.config);
+  } finally {
+    await worker.close();
+  }
+}
