@@ -1,6 +1,6 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -91,6 +91,8 @@ describe('when the service is built for production', () => {
 
 describe('when the built service runs with plain node', { timeout: 300_000 }, () => {
   const databaseName = uniqueName('cs_prod');
+  /** The shop CLI's upload, removed afterwards. */
+  const uploadFile = path.join(os.tmpdir(), `${databaseName}.ndjson`);
   const databaseUrl = `${POSTGRES_URL}/${databaseName}`;
   const env = {
     DATABASE_URL: databaseUrl,
@@ -141,6 +143,7 @@ describe('when the built service runs with plain node', { timeout: 300_000 }, ()
   afterAll(async () => {
     if (service && service.exitCode === null) service.kill('SIGKILL');
     await dropDatabase(databaseName);
+    await rm(uploadFile, { force: true });
   });
 
   it('should migrate, serve, take a client from the built CLI and a file from the built shop CLI', async () => {
@@ -155,9 +158,8 @@ describe('when the built service runs with plain node', { timeout: 300_000 }, ()
       })
     ).body.access_token;
     await httpRequest(baseUrl, 'POST', '/api/v1/languages', { token, body: { language: { id: 'nl', name: 'nl', code: 'nl' } } });
-    const file = path.join(os.tmpdir(), `${databaseName}.ndjson`);
-    await writeFile(file, '{"category":{"id":"C1","name":"Shoes"}}\n{"product":{"id":"P1","name":"Boot","category_ids":["C1"]}}\n');
-    const pushed = await run(process.execPath, ['dist/client/commerce-sync.js', 'push', file, '-l', 'nl'], shop);
+    await writeFile(uploadFile, '{"category":{"id":"C1","name":"Shoes"}}\n{"product":{"id":"P1","name":"Boot","category_ids":["C1"]}}\n');
+    const pushed = await run(process.execPath, ['dist/client/commerce-sync.js', 'push', uploadFile, '-l', 'nl'], shop);
     expect(pushed, pushed.stderr).toMatchObject({ code: 0 });
     expect(pushed.stdout).toContain('completed: 2 lines, 2 saved, 0 failed');
     const product = await httpRequest(baseUrl, 'GET', '/api/v2/languages/nl/products/P1', { token });
