@@ -17,7 +17,8 @@ export interface BatchAhead {
   taken: ReadonlyMap<number, LineAhead>;
 }
 
-export interface PrefetchLimits {
+/** How much a batch reads: the read-ahead reads the next batch with the limits the current one had. */
+export interface BatchLimits {
   batchSize: number;
   maxBytes: number;
 }
@@ -57,24 +58,25 @@ export class BatchPrefetcher {
    * the transaction, on a connection of its own, and no batch waits for it
    * while holding one: take() comes before the next transaction.
    */
-  private readonly launch: (jobId: string, after: number, generation: Generation) => Promise<BatchAhead>;
+  private readonly launch: (jobId: string, after: number, generation: Generation, limits: BatchLimits) => Promise<BatchAhead>;
 
   constructor(
     private readonly db: CommonQueryMethods,
-    private readonly limits: PrefetchLimits,
     /** No read-ahead is started after this time (ms since the epoch): its batch would not run in this slice. */
     private readonly until: number = Number.POSITIVE_INFINITY,
   ) {
-    this.launch = AsyncResource.bind((jobId: string, after: number, generation: Generation) => this.read(jobId, after, generation));
+    this.launch = AsyncResource.bind((jobId: string, after: number, generation: Generation, limits: BatchLimits) =>
+      this.read(jobId, after, generation, limits),
+    );
   }
 
-  /** Starts reading and checking the job's lines after line `after`. */
-  start(jobId: string, after: number, generation: Generation): void {
+  /** Starts reading and checking the job's lines after line `after`, as many as a batch reads. */
+  start(jobId: string, after: number, generation: Generation, limits: BatchLimits): void {
     if (Date.now() >= this.until) {
       this.ahead = undefined;
       return;
     }
-    const batch = this.launch(jobId, after, generation).catch(() => undefined);
+    const batch = this.launch(jobId, after, generation, limits).catch(() => undefined);
     this.ahead = { jobId, batch };
   }
 
@@ -91,8 +93,8 @@ export class BatchPrefetcher {
     return batch && batch.lines.length > 0 ? batch : undefined;
   }
 
-  private async read(jobId: string, after: number, generation: Generation): Promise<BatchAhead> {
-    const lines = await readBulkLines(this.db, jobId, after, this.limits.batchSize, this.limits.maxBytes);
+  private async read(jobId: string, after: number, generation: Generation, limits: BatchLimits): Promise<BatchAhead> {
+    const lines = await readBulkLines(this.db, jobId, after, limits.batchSize, limits.maxBytes);
     const taken = new Map<number, LineAhead>();
     for (let index = 0; index < lines.length; index += 1) {
       if (index > 0 && index % LINES_PER_TURN === 0) await yieldToEvents();

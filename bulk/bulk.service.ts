@@ -266,7 +266,7 @@ const OVERTAKEN_RETRIES = 5;
 export const MAX_BATCH_ATTEMPTS = 5;
 
 /** The lines one batch reads at most (as stored; at least one line), so a file of 1 MiB lines does not fill the worker's memory. */
-export const BATCH_LINE_BYTES = 16 * 1024 * 1024;
+const BATCH_LINE_BYTES = 16 * 1024 * 1024;
 
 /** Errors that another try will probably not see: the database away, or a concurrent write that took a number first. */
 const isTransient = (error: unknown) => isDatabaseUnavailable(error) || error instanceof BatchOvertakenError;
@@ -361,7 +361,7 @@ async function applyBatchOnce(
     await finishBulkJob(tx, jobId, 'completed', null);
     return { done: true, applied: 0, langKey: job.lang_key };
   }
-  options.prefetcher?.start(jobId, lines[lines.length - 1]!.line_no, job.api_version);
+  options.prefetcher?.start(jobId, lines[lines.length - 1]!.line_no, job.api_version, { batchSize, maxBytes: BATCH_LINE_BYTES });
   // Line by line, each line's savepoint would take the applier lock with it when rolled back: its runs are queued.
   const inTurn = lineByLine ? undefined : await InTurnWriter.open(tx, job.lang_key, { sliceSize: options.sliceSize, logger });
   /*

@@ -178,9 +178,7 @@ export async function prepareWrite(
   const input = await parseRecord(kind, body, definition, generation, async (raw) => {
     await resolveProfileId(db, langKey, raw);
   });
-  const id = await resolveProfileId(db, langKey, input);
-  const { fields, lists, times } = splitInput(definition, input);
-  return { kind, id, fields, lists, times, payload: { ...input, id }, generation };
+  return preparedOf(kind, definition, input, await resolveProfileId(db, langKey, input), generation);
 }
 
 /**
@@ -192,7 +190,17 @@ export async function prepareWrite(
 export function prepareWriteAlone(kind: Exclude<StoredKind, 'profile'>, body: unknown, generation: Generation = 'v1'): PreparedWrite {
   const definition = writeView(kind, generation);
   const input = parseEnvelopeHinted(kind, body, definition, generation);
-  const id = recordIdOf(definition, input);
+  return preparedOf(kind, definition, input, recordIdOf(definition, input), generation);
+}
+
+/** A checked body, with the id of the record it writes, as a write ready to be stored. */
+function preparedOf(
+  kind: StoredKind,
+  definition: KindDefinition,
+  input: Record<string, unknown>,
+  id: string,
+  generation: Generation,
+): PreparedWrite {
   const { fields, lists, times } = splitInput(definition, input);
   return { kind, id, fields, lists, times, payload: { ...input, id }, generation };
 }

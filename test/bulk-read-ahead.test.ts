@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BatchAhead, BatchPrefetcher } from '../bulk/batch.prefetcher.js';
-import { applyBulkBatch, BATCH_LINE_BYTES } from '../bulk/bulk.service.js';
+import { applyBulkBatch } from '../bulk/bulk.service.js';
 import { drainWithWorker, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { auditOf, linksOf, liveIds, liveRecord, type RecordKindName } from './support/state.js';
 
@@ -14,6 +14,7 @@ import { auditOf, linksOf, liveIds, liveRecord, type RecordKindName } from './su
 const NDJSON = { 'content-type': 'application/x-ndjson' };
 /** Small batches, so a short file crosses many of them. */
 const BATCH = 100;
+const LIMITS = { batchSize: BATCH, maxBytes: 16 * 1024 * 1024 };
 
 let env: TestEnvironment;
 let token: string;
@@ -87,7 +88,7 @@ async function applyAll(jobId: string, prefetcher?: BatchPrefetcher): Promise<vo
 beforeAll(async () => {
   env = await startEnvironment({ worker: false });
   token = await env.token();
-  for (const id of ['alone', 'ahead', 'elsewhere']) {
+  for (const id of ['alone', 'ahead', 'elsewhere', 'late']) {
     const response = await env.request('POST', '/api/v1/languages', { token, body: { language: { id, name: id, code: id } } });
     expect(response.status).toBe(200);
   }
@@ -105,7 +106,7 @@ describe('when a bulk file is applied with its batches read ahead', () => {
     await applyAll(alone);
 
     const ahead = await upload('ahead');
-    const prefetcher = new WatchedPrefetcher(env.db, { batchSize: BATCH, maxBytes: BATCH_LINE_BYTES });
+    const prefetcher = new WatchedPrefetcher(env.db);
     await applyAll(ahead, prefetcher);
     // Every batch after the first started from lines read ahead.
     expect(prefetcher.used).toEqual([100, 200, 300, 400, 500, 600, 700]);
@@ -120,9 +121,9 @@ describe('when a bulk file is applied with its batches read ahead', () => {
 describe('when what was read ahead does not start where the batch does', () => {
   it('should read the batch itself, and apply its own lines', async () => {
     const jobId = await upload('elsewhere');
-    const prefetcher = new BatchPrefetcher(env.db, { batchSize: BATCH, maxBytes: BATCH_LINE_BYTES });
+    const prefetcher = new BatchPrefetcher(env.db);
     // As if an earlier try of the batch had run ahead and rolled back: lines 301-400 are ready, the job is at line 0.
-    prefetcher.start(jobId, 300, 'v1');
+    prefetcher.start(jobId, 300, 'v1', LIMITS);
     const first = await applyBulkBatch(env.db, jobId, { batchSize: BATCH, prefetcher });
     expect(first).toMatchObject({ done: false, lastLine: 100 });
     expect(await getJob('elsewhere', jobId)).toMatchObject({ status: 'running', lines_stored: 100 });
@@ -134,8 +135,12 @@ describe('when what was read ahead does not start where the batch does', () => {
 
 describe('when lines are read ahead after the end of a slice', () => {
   it('should read nothing', async () => {
-    const prefetcher = new BatchPrefetcher(env.db, { batchSize: BATCH, maxBytes: BATCH_LINE_BYTES }, Date.now() - 1);
-    prefetcher.start('00000000-0000-4000-8000-000000000000', 0, 'v1');
-    expect(await prefetcher.take('00000000-0000-4000-8000-000000000000')).toBeUndefined();
+    const jobId = await upload('late');
+    const inTime = new BatchPrefetcher(env.db);
+    inTime.start(jobId, 0, 'v1', LIMITS);
+    expect((await inTime.take(jobId))?.lines).toHaveLength(BATCH);
+    const late = new BatchPrefetcher(env.db, Date.now() - 1);
+    late.start(jobId, 0, 'v1', LIMITS);
+    expect(await late.take(jobId)).toBeUndefined();
   });
 });

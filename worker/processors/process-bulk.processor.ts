@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import { UnrecoverableError } from 'bullmq';
 import { BatchPrefetcher } from '../../bulk/batch.prefetcher.js';
 import { bulkJobProgress, bulkJobTurn, refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
-import { applyBulkBatch, BATCH_LINE_BYTES } from '../../bulk/bulk.service.js';
+import { applyBulkBatch } from '../../bulk/bulk.service.js';
 import type { Database } from '../../platform/db.js';
 import { languageBacklog } from '../../sync/status.repository.js';
 import type { Processor } from './processor.js';
@@ -37,7 +37,7 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (
   if (turn && !turn.in_turn) return { bulkJobId, applied: 0, done: false, waiting: 'an earlier file of the account' };
   let langKey = turn?.lang_key;
   // Nothing is read ahead for a batch that would start after the slice's end.
-  const prefetcher = new BatchPrefetcher(db, { batchSize: BATCH, maxBytes: BATCH_LINE_BYTES }, deadline);
+  const prefetcher = new BatchPrefetcher(db, deadline);
   while (Date.now() < deadline) {
     if (langKey !== undefined && !(await effectsCaughtUp(db, langKey, maxEffectsBacklog, deadline))) break;
     const result = await applyBulkBatch(db, bulkJobId, { batchSize: BATCH, logger, sliceSize: drainOptions.sliceSize, prefetcher });
