@@ -49,6 +49,12 @@ export async function rssMiB(pid: number): Promise<number | null> {
  * and the CPU seconds of every Postgres backend serving one database. Backends
  * come and go with the pools; each is sampled while it lives (every 200 ms),
  * and one that first appears during the phase counts from zero.
+ *
+ * The server's background processes (WAL writer, checkpointer, background
+ * writer, autovacuum) are counted apart: what they do for the phase is work
+ * the backends did not do themselves (WAL the WAL writer wrote ahead of a
+ * commit), but on a server shared with other databases it is not all the
+ * phase's.
  */
 export class CpuWatch {
   private readonly startCpu = new Map<string, number>();
@@ -58,6 +64,7 @@ export class CpuWatch {
   private readonly lastCalls = new Map<string, number>();
   private readonly backendStart = new Map<number, number>();
   private readonly backendLast = new Map<number, number>();
+  private readonly background = new Set<number>();
   private readonly timer: NodeJS.Timeout;
   private sampling: Promise<void> = Promise.resolve();
 
@@ -87,13 +94,15 @@ export class CpuWatch {
     return watch;
   }
 
-  private async backends(): Promise<number[]> {
+  private async backends(): Promise<Array<{ pid: number; background: boolean }>> {
     if (!this.admin) return [];
-    const result = await this.admin.query<{ pid: number }>(
-      `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+    const result = await this.admin.query<{ pid: number; background: boolean }>(
+      `SELECT pid, backend_type <> 'client backend' AS background
+       FROM pg_stat_activity
+       WHERE pid <> pg_backend_pid() AND (datname = $1 AND backend_type = 'client backend' OR backend_type <> 'client backend')`,
       [this.database],
     );
-    return result.rows.map((row) => row.pid);
+    return result.rows;
   }
 
   private async sample(first: boolean): Promise<void> {
@@ -110,7 +119,8 @@ export class CpuWatch {
       }
       if (rss !== null) this.peakRss.set(name, Math.max(this.peakRss.get(name) ?? 0, rss));
     }
-    for (const pid of await this.backends().catch(() => [])) {
+    for (const { pid, background } of await this.backends().catch(() => [])) {
+      if (background) this.background.add(pid);
       const cpu = await cpuSeconds(pid);
       if (cpu === null) continue;
       if (!this.backendStart.has(pid)) this.backendStart.set(pid, first ? cpu : 0);
@@ -119,8 +129,9 @@ export class CpuWatch {
   }
 
   /**
-   * Stops watching; CPU seconds used during the phase per process (`postgres`: the database's backends), peak RSS in
-   * MiB, and read and write system calls per named process.
+   * Stops watching; CPU seconds used during the phase per process (`postgres`: the database's backends,
+   * `postgres_background`: the server's background processes), peak RSS in MiB, and read and write system calls per
+   * named process.
    */
   async stop(): Promise<{ cpu: Record<string, number>; rss: Record<string, number>; syscalls: Record<string, number> }> {
     clearInterval(this.timer);
@@ -131,8 +142,14 @@ export class CpuWatch {
     for (const [name, start] of this.startCpu) cpu[name] = (this.lastCpu.get(name) ?? start) - start;
     if (this.admin) {
       let postgres = 0;
-      for (const [pid, start] of this.backendStart) postgres += (this.backendLast.get(pid) ?? start) - start;
+      let background = 0;
+      for (const [pid, start] of this.backendStart) {
+        const used = (this.backendLast.get(pid) ?? start) - start;
+        if (this.background.has(pid)) background += used;
+        else postgres += used;
+      }
       cpu['postgres'] = postgres;
+      cpu['postgres_background'] = background;
     }
     const rss = Object.fromEntries([...this.peakRss].map(([name, mib]) => [name, Math.round(mib)]));
     const calls = Object.fromEntries([...this.startCalls].map(([name, start]) => [name, (this.lastCalls.get(name) ?? start) - start]));

@@ -290,6 +290,8 @@ async function main() {
       floor_syscalls_per_write: perCall(floorCost.syscalls['floor'], floorResult.requests),
       pg_cpu_us: perUnit(cost.cpu['postgres'], ours.requests),
       floor_pg_cpu_us: perUnit(floorCost.cpu['postgres'], floorResult.requests),
+      pg_background_cpu_us: perUnit(cost.cpu['postgres_background'], ours.requests),
+      floor_pg_background_cpu_us: perUnit(floorCost.cpu['postgres_background'], floorResult.requests),
       worker_cpu_us_per_change: perUnit(cost.cpu['worker'], ours.requests),
       backlog_at_end: backlog,
       catch_up_s: catchUp,
@@ -476,6 +478,8 @@ async function main() {
       worker_cpu_us_per_line: perUnit(cost.cpu['worker'], processed),
       pg_cpu_us_per_line: perUnit(cost.cpu['postgres'], processed),
       floor_pg_cpu_us_per_line: perUnit(floorCost.cpu['postgres'], BULK_LINES),
+      pg_background_cpu_us_per_line: perUnit(cost.cpu['postgres_background'], processed),
+      floor_pg_background_cpu_us_per_line: perUnit(floorCost.cpu['postgres_background'], BULK_LINES),
       api_rss_mib: cost.rss['api'],
       worker_rss_mib: cost.rss['worker'],
     });
@@ -611,6 +615,7 @@ function table(): string {
     );
     row('API system calls per write', value('writes.api_syscalls_per_write'), value('writes.floor_syscalls_per_write'));
     row('Postgres CPU µs per write', value('writes.pg_cpu_us'), value('writes.floor_pg_cpu_us'));
+    row('Postgres background CPU µs per write', value('writes.pg_background_cpu_us'), value('writes.floor_pg_background_cpu_us'));
     row('worker CPU µs per change', value('writes.worker_cpu_us_per_change'));
     row('worker catch-up s', value('writes.catch_up_s'), '', '', '<= 2');
     row(
@@ -644,6 +649,11 @@ function table(): string {
       'bulk CPU µs per line (api/worker/pg)',
       `${value('bulk.api_cpu_us_per_line')} / ${value('bulk.worker_cpu_us_per_line')} / ${value('bulk.pg_cpu_us_per_line')}`,
       value('bulk.floor_pg_cpu_us_per_line'),
+    );
+    row(
+      'bulk Postgres background CPU µs per line',
+      value('bulk.pg_background_cpu_us_per_line'),
+      value('bulk.floor_pg_background_cpu_us_per_line'),
     );
     row('peak RSS MiB (bulk)', `api ${value('bulk.api_rss_mib')}, worker ${value('bulk.worker_rss_mib')}`);
   }
