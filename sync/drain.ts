@@ -202,15 +202,42 @@ function record(result: Applied, entry: OutboxEntry, audits: readonly AuditEntry
 }
 
 /**
+ * applyChanges, then their audit entries. The entries' statement is built
+ * while the last run's link statements are still in Postgres (a bulk batch's
+ * 4,000 entries take the worker a few milliseconds to turn into text), and
+ * runs right after them.
+ */
+export async function applyAndAudit(tx: Tx, entries: readonly OutboxEntry[], budget: number): Promise<Applied> {
+  const { result, inFlight } = await applyChanges(tx, entries, budget);
+  await allInOrder([inFlight, insertAuditEntries(tx, result.audits)]);
+  return result;
+}
+
+/**
+ * Waits for every statement given, and throws the first failure in the order
+ * they were issued: a statement queued behind a failed one fails too, only
+ * saying that the transaction is aborted.
+ */
+async function allInOrder(statements: ReadonlyArray<Promise<unknown> | undefined>): Promise<void> {
+  for (const outcome of await Promise.allSettled(statements)) if (outcome.status === 'rejected') throw outcome.reason;
+}
+
+/**
  * Runs of independent upserts set-based (run.applier.ts), everything else one
  * change at a time, until `budget` units are spent. A change that does not
  * fit in what is left waits for the next batch, unless it is the first: then
  * it is applied as far as the budget goes. What it applied is a prefix of
- * `entries`. The caller writes the audit entries.
+ * `entries`. The last run's link statements may still be running when it
+ * returns (`inFlight`); applyAndAudit waits for them.
  */
-export async function applyChanges(tx: Tx, entries: readonly OutboxEntry[], budget: number): Promise<Applied> {
+async function applyChanges(
+  tx: Tx,
+  entries: readonly OutboxEntry[],
+  budget: number,
+): Promise<{ result: Applied; inFlight: Promise<void> | undefined }> {
   const result: Applied = { audits: [], seqs: [], stopped: false };
   let left = budget;
+  let inFlight: Promise<void> | undefined;
   /** One change by the one-by-one applier; false when the batch ends with it. */
   const applyOne = async (entry: OutboxEntry): Promise<boolean> => {
     if (result.seqs.length > 0 && changeUnits(entry) > left) {
@@ -223,6 +250,9 @@ export async function applyChanges(tx: Tx, entries: readonly OutboxEntry[], budg
     return record(result, entry, applier.audits, outcome);
   };
   for (const segment of splitIntoSegments(entries, budget)) {
+    // What follows a run reads what its links are.
+    await inFlight;
+    inFlight = undefined;
     if (!segment.fast) {
       if (!(await applyOne(segment.entry))) break;
       continue;
@@ -233,6 +263,7 @@ export async function applyChanges(tx: Tx, entries: readonly OutboxEntry[], budg
     }
     const run = await applyRun(tx, segment.run, left - segment.units);
     if (run) {
+      inFlight = run.linksWritten;
       append(result.audits, run.audits);
       for (const { entry } of segment.run) result.seqs.push(entry.seq);
       left -= run.used;
@@ -246,7 +277,7 @@ export async function applyChanges(tx: Tx, entries: readonly OutboxEntry[], budg
     }
     if (!going) break;
   }
-  return result;
+  return { result, inFlight };
 }
 
 /** One change at a time, each in a savepoint, up to the first failure, which is recorded. */
@@ -285,10 +316,11 @@ async function runBatch(drain: Drain, horizon: number, careful: boolean): Promis
   const outcome = await drain.db.transaction(async (tx) => {
     if (!(await tryLockApplier(tx, drain.langKey))) return 'busy' as const;
     const entries = await readOutboxBatch(tx, drain.langKey, drain.after, horizon, drain.readLimit, BATCH_PAYLOAD_BYTES);
-    const result = careful
-      ? await applyCarefully(tx, entries, drain.sliceSize, drain.maxAttempts)
-      : await applyChanges(tx, entries, drain.sliceSize);
-    await insertAuditEntries(tx, result.audits);
+    let result: Applied;
+    if (careful) {
+      result = await applyCarefully(tx, entries, drain.sliceSize, drain.maxAttempts);
+      await insertAuditEntries(tx, result.audits);
+    } else result = await applyAndAudit(tx, entries, drain.sliceSize);
     await deleteOutboxEntries(tx, result.seqs);
     const last = result.seqs.at(-1);
     if (last !== undefined) await advanceAppliedThrough(tx, drain.langKey, last);

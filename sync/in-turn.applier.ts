@@ -3,8 +3,7 @@ import { type DatabaseTransactionConnection, sql } from 'slonik';
 import { z } from 'zod';
 import type { Logger } from '../platform/logger.js';
 import { advanceAppliedThrough, type OutboxEntry, saveChangeProgress } from './applier.repository.js';
-import { insertAuditEntries } from './audit.repository.js';
-import { type Applied, applyChanges, DEFAULT_SLICE_SIZE, isConnectionError } from './drain.js';
+import { type Applied, applyAndAudit, DEFAULT_SLICE_SIZE, isConnectionError } from './drain.js';
 import { tryLockApplier } from './locks.js';
 import { type ChangeOrigin, queueWrittenRecords, type RecordWrite, writeRecords } from './write.repository.js';
 
@@ -18,7 +17,7 @@ type Tx = DatabaseTransactionConnection;
  * own: about a third of a bulk line's cost in Postgres, and a second chain of
  * work that the file waited for (its backpressure). In turn, the run's effects
  * are applied exactly as the drain would apply them next (the same
- * applyChanges, on the same changes, with nothing of the language pending
+ * applyAndAudit, on the same changes, with nothing of the language pending
  * before them), and no outbox row is written at all.
  *
  * A run is in turn when this transaction holds the language's applier lock,
@@ -107,11 +106,9 @@ export class InTurnWriter {
     }
     let applied: Applied;
     try {
-      applied = await tx.transaction(async (savepoint) => {
-        const result = await applyChanges(savepoint, entries, IN_TURN_SLICES * (this.options.sliceSize ?? DEFAULT_SLICE_SIZE));
-        await insertAuditEntries(savepoint, result.audits);
-        return result;
-      });
+      applied = await tx.transaction((savepoint) =>
+        applyAndAudit(savepoint, entries, IN_TURN_SLICES * (this.options.sliceSize ?? DEFAULT_SLICE_SIZE)),
+      );
     } catch (error) {
       if (isConnectionError(error)) throw error;
       // The drain applies them, one by one where it must, and sets aside the one that fails.

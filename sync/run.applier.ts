@@ -95,16 +95,18 @@ type ReplaceList = Extract<ListRelation, { mode: 'replace' }>;
 
 /**
  * Applies a run formed by splitIntoSegments, in one transaction's worth of
- * set-based statements. Returns the audit entries in one-by-one order and the
- * units used (the run's own, and the links its writers had), or undefined,
- * having written nothing, when its writers hold more than `linkBudget` links:
- * replacing those is for the one-by-one applier, in slices.
+ * set-based statements. Returns the audit entries in one-by-one order, the
+ * units used (the run's own, and the links its writers had) and its link
+ * statements, still in flight (`linksWritten`: wait for it before anything
+ * that depends on its outcome), or undefined, having written nothing, when
+ * its writers hold more than `linkBudget` links: replacing those is for the
+ * one-by-one applier, in slices.
  */
 export async function applyRun(
   tx: Tx,
   run: readonly Planned[],
   linkBudget: number,
-): Promise<{ audits: AuditEntry[]; used: number } | undefined> {
+): Promise<{ audits: AuditEntry[]; used: number; linksWritten: Promise<void> } | undefined> {
   const kind = run[0]!.entry.kind as StoredKind;
   const langKey = run[0]!.entry.lang_key;
 
@@ -166,11 +168,19 @@ export async function applyRun(
   for (const [key, target] of missing) stubAudits.set(key, auditOf(target.entry, target.kind, target.id, 'stub', SYSTEM, {}));
 
   // Each writer's links become exactly its pairs: the ones it had and did not list go (in index order), the new ones come.
-  const linkChanges = new Map<string, { removed: Map<string, string[]>; had: Set<string> }>();
+  const linkChanges = new Map<
+    string,
+    {
+      list: ReplaceList;
+      gone: ReadonlyArray<{ writer: string; other: string }>;
+      removed: Map<string, string[]>;
+      had: Set<string>;
+      added: Array<{ writer: string; other: string; seq: number }>;
+    }
+  >();
   for (const [field, { list, pairs, existing }] of byList) {
     const wanted = new Set(pairs.map((pair) => targetKey(pair.writer, pair.other)));
     const gone = existing.filter((link) => !wanted.has(targetKey(link.writer, link.other)));
-    await removeLinkPairs(tx, langKey, list.rel, list.side, gone);
     const removed = new Map<string, string[]>();
     for (const link of gone) {
       const others = removed.get(link.writer) ?? [];
@@ -178,14 +188,8 @@ export async function applyRun(
       removed.set(link.writer, others);
     }
     const had = new Set(existing.map((link) => targetKey(link.writer, link.other)));
-    await insertLinkPairs(
-      tx,
-      langKey,
-      list.rel,
-      list.side,
-      pairs.filter((pair) => !had.has(targetKey(pair.writer, pair.other))),
-    );
-    linkChanges.set(field, { removed, had });
+    const added = pairs.filter((pair) => !had.has(targetKey(pair.writer, pair.other)));
+    linkChanges.set(field, { list, gone, removed, had, added });
   }
 
   const audits: AuditEntry[] = [];
@@ -206,11 +210,23 @@ export async function applyRun(
       const change = linkChanges.get(field)!;
       for (const other of change.removed.get(entry.record_id) ?? [])
         audits.push(auditOf(entry, kind, entry.record_id, 'unlink', SYSTEM, { [field]: other }));
-      // Every pair the writer did not have was inserted (insertLinkPairs adds them all).
+      // Every pair the writer did not have is inserted (insertLinkPairs adds them all).
       for (const other of step.ids)
         if (!change.had.has(targetKey(entry.record_id, other)))
           audits.push(auditOf(entry, kind, entry.record_id, 'link', SYSTEM, { [field]: other }));
     }
   }
-  return { audits, used: run.reduce((sum, planned) => sum + planned.units, 0) + linksSeen };
+
+  // The links are written last and not waited for here: what the caller does next (building the audit entries'
+  // statement) overlaps with them in Postgres. Statements on one connection run in the order they are issued, and
+  // the first one is issued before this returns (no wait for a statement with nothing to do comes before it).
+  const linksWritten = (async () => {
+    for (const { list, gone, added } of linkChanges.values()) {
+      if (gone.length > 0) await removeLinkPairs(tx, langKey, list.rel, list.side, gone);
+      if (added.length > 0) await insertLinkPairs(tx, langKey, list.rel, list.side, added);
+    }
+  })();
+  // Marked as handled at once; whoever receives it still sees a failure when they wait for it.
+  linksWritten.catch(() => undefined);
+  return { audits, used: run.reduce((sum, planned) => sum + planned.units, 0) + linksSeen, linksWritten };
 }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyBulkBatch } from '../bulk/bulk.service.js';
 import { holdLanguageForWrite } from '../sync/locks.js';
 import { drainWithWorker, startEnvironment, type TestEnvironment } from './support/harness.js';
+import { captureLogs } from './support/log-capture.js';
 import { auditOf, langKeyOf, linksOf, liveIds, liveRecord } from './support/state.js';
 
 /*
@@ -151,5 +152,48 @@ describe('when the language is deleted while its file is under way', () => {
     await applyBulkBatch(env.db, jobId, { batchSize: BATCH });
     const job = await env.db.one(sql.unsafe`SELECT status, error, saved FROM bulk_jobs WHERE id = ${jobId}`);
     expect(job).toEqual({ status: 'failed', error: "Language 'fr' was deleted", saved: BATCH });
+  });
+});
+
+describe("when Postgres refuses a batch's links", () => {
+  it("should queue the run, reporting the links' error rather than the aborted transaction's", async () => {
+    const response = await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'it', name: 'it', code: 'it' } } });
+    expect(response.status).toBe(200);
+    await drainWithWorker(env);
+    // A real failure in the links' statement: the audit entries' statement, built meanwhile, is queued behind it.
+    await env.db.query(sql.unsafe`
+      CREATE FUNCTION refuse_link() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'link to % refused', NEW.b; END $$
+    `);
+    await env.db.query(sql.unsafe`
+      CREATE TRIGGER refuse_link BEFORE INSERT ON links FOR EACH ROW WHEN (NEW.b = 'C-refused') EXECUTE FUNCTION refuse_link()
+    `);
+    try {
+      const file = [
+        JSON.stringify({ product: { id: 'R1', name: 'One', category_ids: ['C1'] } }),
+        JSON.stringify({ product: { id: 'R2', name: 'Two', category_ids: ['C-refused'] } }),
+        JSON.stringify({ product: { id: 'R3', name: 'Three', category_ids: ['C2'] } }),
+      ];
+      const uploaded = await env.request('POST', '/api/v1/languages/it/bulk', { token, raw: file.join('\n'), headers: NDJSON });
+      expect(uploaded.status, uploaded.text).toBe(202);
+      const jobId = uploaded.body.bulk_job.id as string;
+      const { logger, lines } = captureLogs();
+      await applyBulkBatch(env.db, jobId, { batchSize: BATCH, logger });
+
+      const queued = lines.filter((line) => line['msg'] === 'a run could not be applied in turn; queueing it');
+      expect(queued).toHaveLength(1);
+      expect(queued[0]!['err']).toBe('link to C-refused refused');
+      // The lines are stored, their effects left to the applier: nothing of the failed run was kept.
+      expect(await getJob('it', jobId)).toMatchObject({ status: 'completed', saved: 3, lines_applied: 0 });
+      expect((await syncStatus()).pending).toBe(3);
+      expect(await linksOf(env, 'it', 'product_category')).toEqual([]);
+    } finally {
+      await env.db.query(sql.unsafe`DROP TRIGGER refuse_link ON links`);
+      await env.db.query(sql.unsafe`DROP FUNCTION refuse_link()`);
+    }
+    // Once Postgres takes the links again, the applier applies all three.
+    await drainWithWorker(env);
+    expect((await syncStatus()).pending).toBe(0);
+    expect(await linksOf(env, 'it', 'product_category')).toHaveLength(3);
   });
 });
