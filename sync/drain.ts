@@ -16,7 +16,7 @@ import {
 import { insertAuditEntries } from './audit.repository.js';
 import { type ChangeOutcome, changeUnits, EntryApplier } from './change.applier.js';
 import { tryLockApplier } from './locks.js';
-import { applyRun, splitIntoSegments } from './run.applier.js';
+import { applyRun, type Segment, splitIntoSegments } from './run.applier.js';
 
 export interface DrainOptions {
   batchSize?: number;
@@ -202,15 +202,52 @@ function record(result: Applied, entry: OutboxEntry, audits: readonly AuditEntry
 }
 
 /**
+ * A batch's changes split beforehand (splitIntoSegments, with the same
+ * budget), and the ids of records whose write created them with their serial
+ * view already written (writeRecords' `fresh`). With any such record, the
+ * changes must be one set-based run, applied whole by an applier that knows
+ * those records did not exist: the one-by-one applier, or a run cut short,
+ * would take them for records that did.
+ */
+export interface PlannedChanges {
+  segments: Segment[];
+  fresh: ReadonlySet<string>;
+}
+
+/** Changes with fresh records (PlannedChanges) that cannot be applied whole as one set-based run. Nothing was written: the caller undoes their write. */
+export class RunNotWholeError extends Error {}
+
+/**
  * applyChanges, then their audit entries. The entries' statement is built
  * while the last run's link statements are still in Postgres (a bulk batch's
  * 4,000 entries take the worker a few milliseconds to turn into text), and
  * runs right after them.
+ * @throws {RunNotWholeError} when `planned` has fresh records and cannot be applied whole.
  */
-export async function applyAndAudit(tx: Tx, entries: readonly OutboxEntry[], budget: number): Promise<Applied> {
-  const { result, inFlight } = await applyChanges(tx, entries, budget);
+export async function applyAndAudit(tx: Tx, entries: readonly OutboxEntry[], budget: number, planned?: PlannedChanges): Promise<Applied> {
+  const segments = planned?.segments ?? splitIntoSegments(entries, budget);
+  const { result, inFlight } =
+    planned && planned.fresh.size > 0
+      ? await applyWhole(tx, entries, segments, budget, planned.fresh)
+      : await applyChanges(tx, segments, budget);
   await allInOrder([inFlight, insertAuditEntries(tx, result.audits)]);
   return result;
+}
+
+/** All of `entries` as the one set-based run `segments` must be, with the records its write created (`fresh`). */
+async function applyWhole(
+  tx: Tx,
+  entries: readonly OutboxEntry[],
+  segments: readonly Segment[],
+  budget: number,
+  fresh: ReadonlySet<string>,
+): Promise<{ result: Applied; inFlight: Promise<void> | undefined }> {
+  const [segment, ...others] = segments;
+  if (!segment?.fast || others.length > 0 || segment.run.length !== entries.length || segment.units > budget)
+    throw new RunNotWholeError('the run is not one set-based run within its budget');
+  const run = await applyRun(tx, segment.run, budget - segment.units, fresh);
+  if (!run) throw new RunNotWholeError("the run's writers have more links than its budget");
+  return { result: { audits: run.audits, seqs: segment.run.map(({ entry }) => entry.seq), stopped: false }, inFlight: run.linksWritten };
 }
 
 /**
@@ -223,16 +260,17 @@ async function allInOrder(statements: ReadonlyArray<Promise<unknown> | undefined
 }
 
 /**
- * Runs of independent upserts set-based (run.applier.ts), everything else one
+ * A batch's changes, split into segments (splitIntoSegments, with `budget`):
+ * runs of independent upserts set-based (run.applier.ts), everything else one
  * change at a time, until `budget` units are spent. A change that does not
  * fit in what is left waits for the next batch, unless it is the first: then
  * it is applied as far as the budget goes. What it applied is a prefix of
- * `entries`. The last run's link statements may still be running when it
+ * the changes. The last run's link statements may still be running when it
  * returns (`inFlight`); applyAndAudit waits for them.
  */
 async function applyChanges(
   tx: Tx,
-  entries: readonly OutboxEntry[],
+  segments: readonly Segment[],
   budget: number,
 ): Promise<{ result: Applied; inFlight: Promise<void> | undefined }> {
   const result: Applied = { audits: [], seqs: [], stopped: false };
@@ -249,7 +287,7 @@ async function applyChanges(
     left -= outcome.used;
     return record(result, entry, applier.audits, outcome);
   };
-  for (const segment of splitIntoSegments(entries, budget)) {
+  for (const segment of segments) {
     // What follows a run reads what its links are.
     await inFlight;
     inFlight = undefined;

@@ -1,11 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type DatabaseTransactionConnection, sql } from 'slonik';
-import { z } from 'zod';
+import type { DatabaseTransactionConnection } from 'slonik';
 import type { Logger } from '../platform/logger.js';
 import { advanceAppliedThrough, type OutboxEntry, saveChangeProgress } from './applier.repository.js';
+import { sentReference } from './change.applier.js';
 import { type Applied, applyAndAudit, DEFAULT_SLICE_SIZE, isConnectionError } from './drain.js';
 import { tryLockApplier } from './locks.js';
-import { type ChangeOrigin, queueWrittenRecords, type RecordWrite, writeRecords } from './write.repository.js';
+import { splitIntoSegments } from './run.applier.js';
+import { type ChangeOrigin, queueWrittenRecords, type RecordWrite, type RunWritten, writeRecords } from './write.repository.js';
 
 type Tx = DatabaseTransactionConnection;
 
@@ -23,9 +24,12 @@ type Tx = DatabaseTransactionConnection;
  * A run is in turn when this transaction holds the language's applier lock,
  * no other transaction is writing the language, and no change of it numbered
  * up to the run's last is pending (sync/sql/in_turn.sql says why those looks,
- * in that order, suffice). Otherwise, or when applying fails, or for what a
- * budget leaves over, the changes get their outbox rows as write_records
- * would have written them, and the drain applies them in number order.
+ * in that order, suffice); write_records looks as soon as it has numbered the
+ * run. Otherwise, or for what a budget leaves over, the changes get their
+ * outbox rows as write_records would have written them, and the drain applies
+ * them in number order. A run that is one set-based run has the serial view
+ * of the records it creates written with them; if it is not applied after
+ * all, its savepoint takes its write with it and it is written again, queued.
  */
 
 /** How many of the drain's slices (units, change.applier.ts) a run applied in turn may take: a bulk batch of 1,000 products with a few lists each. */
@@ -76,10 +80,10 @@ export class InTurnWriter {
       const { status } = await writeRecords(tx, langKey, writes, origin);
       return status === 'written' ? 'queued' : status;
     }
-    const written = await writeRecords(tx, langKey, writes, origin, { queue: false });
-    if (written.status !== 'written') return written.status;
-    const entries: OutboxEntry[] = writes.map((write, index) => ({
-      seq: written.seqs[index]!,
+    const budget = IN_TURN_SLICES * (this.options.sliceSize ?? DEFAULT_SLICE_SIZE);
+    // Numbered by the write; nothing else of the run's plan depends on the numbers.
+    const entries: OutboxEntry[] = writes.map((write) => ({
+      seq: 0,
       lang_key: langKey,
       account_id: origin.accountId,
       language_id: origin.languageId,
@@ -89,30 +93,47 @@ export class InTurnWriter {
       payload: write.payload,
       actor: origin.actor,
       request_id: origin.requestId,
-      accepted_at: written.acceptedAt,
+      accepted_at: '',
       progress: null,
     }));
+    const segments = splitIntoSegments(entries, budget);
+    // One set-based run is written with the serial view of the records it creates (docs/consistency.md, "Bulk runs applied in turn").
+    const whole = segments.length === 1 && segments[0]!.fast;
+    const refs = whole ? writes.map((write) => sentReference(write.kind, write.payload)?.value ?? null) : undefined;
+    let written: RunWritten | undefined;
+    let applied: Applied | undefined;
+    try {
+      applied = await tx.transaction(async (savepoint) => {
+        written = await writeRecords(savepoint, langKey, writes, origin, { queue: false, refs });
+        if (written.status !== 'written') return undefined;
+        for (const [index, entry] of entries.entries()) {
+          entry.seq = written.seqs[index]!;
+          entry.accepted_at = written.acceptedAt;
+        }
+        if (!written.inTurn) return undefined;
+        const { fresh } = written;
+        const created = new Set(entries.filter((entry) => fresh.has(entry.seq)).map((entry) => entry.record_id));
+        return applyAndAudit(savepoint, entries, budget, { segments, fresh: created });
+      });
+    } catch (error) {
+      if (isConnectionError(error) || written?.status !== 'written' || !written.inTurn) throw error;
+      // The savepoint took the run's write with it. Written again with its outbox rows, it is the drain's to apply,
+      // one by one where it must, setting aside the change that fails.
+      this.options.logger?.warn({ err: (error as Error).message, lang_key: langKey }, 'a run could not be applied in turn; queueing it');
+      const again = await writeRecords(tx, langKey, writes, origin);
+      return again.status === 'written' ? 'queued' : again.status;
+    }
+    if (written?.status !== 'written') return written?.status ?? 'overtaken';
+    const { acceptedAt } = written;
     const queue = (rest: readonly OutboxEntry[]) =>
       queueWrittenRecords(
         tx,
         langKey,
         origin,
         rest.map((entry) => ({ seq: entry.seq, kind: entry.kind, id: entry.record_id, payload: entry.payload })),
-        written.acceptedAt,
+        acceptedAt,
       );
-    if (!(await inTurn(tx, langKey, entries.at(-1)!.seq))) {
-      await queue(entries);
-      return 'queued';
-    }
-    let applied: Applied;
-    try {
-      applied = await tx.transaction((savepoint) =>
-        applyAndAudit(savepoint, entries, IN_TURN_SLICES * (this.options.sliceSize ?? DEFAULT_SLICE_SIZE)),
-      );
-    } catch (error) {
-      if (isConnectionError(error)) throw error;
-      // The drain applies them, one by one where it must, and sets aside the one that fails.
-      this.options.logger?.warn({ err: (error as Error).message, lang_key: langKey }, 'a run could not be applied in turn; queueing it');
+    if (!applied) {
       await queue(entries);
       return 'queued';
     }
@@ -124,8 +145,4 @@ export class InTurnWriter {
     if (last !== undefined) await advanceAppliedThrough(tx, langKey, last);
     return rest.length === 0 ? 'applied' : 'queued';
   }
-}
-
-async function inTurn(tx: Tx, langKey: number, throughSeq: number): Promise<boolean> {
-  return tx.oneFirst(sql.type(z.object({ in_turn: z.boolean() }))`SELECT sync_in_turn(${langKey}, ${throughSeq}) AS in_turn`);
 }

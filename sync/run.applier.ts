@@ -93,6 +93,8 @@ export function splitIntoSegments(entries: readonly OutboxEntry[], budget = Numb
 
 type ReplaceList = Extract<ListRelation, { mode: 'replace' }>;
 
+const NONE: ReadonlySet<string> = new Set();
+
 /**
  * Applies a run formed by splitIntoSegments, in one transaction's worth of
  * set-based statements. Returns the audit entries in one-by-one order, the
@@ -100,12 +102,15 @@ type ReplaceList = Extract<ListRelation, { mode: 'replace' }>;
  * statements, still in flight (`linksWritten`: wait for it before anything
  * that depends on its outcome), or undefined, having written nothing, when
  * its writers hold more than `linkBudget` links: replacing those is for the
- * one-by-one applier, in slices.
+ * one-by-one applier, in slices. `fresh`: ids of the run's records that its
+ * write created with their serial view already written (writeRecords); they
+ * are applied as records that did not exist, and not marked again.
  */
 export async function applyRun(
   tx: Tx,
   run: readonly Planned[],
   linkBudget: number,
+  fresh: ReadonlySet<string> = NONE,
 ): Promise<{ audits: AuditEntry[]; used: number; linksWritten: Promise<void> } | undefined> {
   const kind = run[0]!.entry.kind as StoredKind;
   const langKey = run[0]!.entry.lang_key;
@@ -137,12 +142,17 @@ export async function applyRun(
     if (linksSeen > linkBudget) return undefined;
   }
 
-  const existed = await markWrittenMany(
-    tx,
-    langKey,
-    kind,
-    run.map(({ entry }) => ({ id: entry.record_id, sentRef: sentReference(kind, entry.payload) })),
-  );
+  // Records the run's own write created with their serial view (`fresh`) did not exist before it, and are marked.
+  const marked = run.filter(({ entry }) => !fresh.has(entry.record_id));
+  const existed =
+    marked.length === 0
+      ? new Map<string, boolean>()
+      : await markWrittenMany(
+          tx,
+          langKey,
+          kind,
+          marked.map(({ entry }) => ({ id: entry.record_id, sentRef: sentReference(kind, entry.payload) })),
+        );
 
   const firstNamedBy = new Map<string, { entry: OutboxEntry; kind: StoredKind; id: string }>();
   for (const { entry, steps } of run) {

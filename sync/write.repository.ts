@@ -83,21 +83,45 @@ export interface RecordWrite {
   payload: Record<string, unknown>;
 }
 
-/** How a run was written: its numbers in the order of the writes, and when it was accepted. */
-export type RunWritten = { status: 'written'; seqs: number[]; acceptedAt: string } | { status: 'language-gone' } | { status: 'overtaken' };
+/**
+ * How a run was written: its numbers in the order of the writes, and when it
+ * was accepted; with `inTurn`, whether it is the language's next to apply,
+ * and the numbers of the writes that created their record with its serial
+ * view already written (`fresh`).
+ */
+export type RunWritten =
+  | { status: 'written'; seqs: number[]; acceptedAt: string; inTurn: boolean; fresh: ReadonlySet<number> }
+  | { status: 'language-gone' }
+  | { status: 'overtaken' };
 
 const runWritten = z.discriminatedUnion('status', [
-  z.object({ status: z.literal('written'), seqs: z.array(z.number()), accepted_at: z.string() }),
+  z.object({
+    status: z.literal('written'),
+    seqs: z.array(z.number()),
+    accepted_at: z.string(),
+    in_turn: z.boolean(),
+    fresh: z.array(z.number()),
+  }),
   z.object({ status: z.literal('language-gone') }),
   z.object({ status: z.literal('overtaken') }),
 ]);
 
+/** How writeRecords leaves a run's effects; the default queues them (outbox rows). */
+export type RunEffects =
+  | { queue: true }
+  /**
+   * No outbox rows: the caller applies the run's effects or queues them
+   * itself (sync/in-turn.applier.ts), in the same transaction, and holds the
+   * language's applier lock. The statement looks whether the run is in turn;
+   * with `refs` (each write's sent reference, sentReference) it also writes
+   * the serial view of the records it creates when it is.
+   */
+  | { queue: false; refs?: ReadonlyArray<string | null> };
+
 /**
  * writeRecord for a run of distinct records in one statement
  * (write_records), numbered in the order given. All writes must agree on
- * whether they give created_at. With `queue: false` no outbox rows are
- * written: the caller applies the run's effects or queues them itself
- * (sync/in-turn.applier.ts), in the same transaction.
+ * whether they give created_at.
  * @returns 'overtaken' when a concurrent write of one of them got a later
  * number first: the caller must roll back and try the run again.
  */
@@ -106,11 +130,13 @@ export async function writeRecords(
   langKey: number,
   writes: readonly RecordWrite[],
   origin: ChangeOrigin,
-  { queue }: { queue: boolean } = { queue: true },
+  effects: RunEffects = { queue: true },
 ): Promise<RunWritten> {
+  const { queue } = effects;
+  const refs = effects.queue ? undefined : effects.refs;
   const createdGiven = writes.some((write) => write.times.created_at);
   const row = await db.one(sql.type(runWritten)`
-    SELECT status, to_json(seqs) AS seqs, accepted_at FROM write_records(
+    SELECT status, to_json(seqs) AS seqs, accepted_at, in_turn, to_json(fresh) AS fresh FROM write_records(
       ${langKey},
       ${sql.array(
         writes.map((write) => write.kind),
@@ -135,10 +161,11 @@ export async function writeRecords(
       ${sql.array(queue ? writes.map((write) => JSON.stringify(write.payload)) : [], 'jsonb')},
       ${createdGiven},
       ${origin.accountId}, ${origin.languageId}, ${origin.actor}, ${origin.requestId},
-      ${queue}
+      ${queue}, ${!queue}, ${refs === undefined ? null : sql.array(refs, 'text')}
     )
   `);
-  return row.status === 'written' ? { status: 'written', seqs: row.seqs, acceptedAt: row.accepted_at } : row;
+  if (row.status !== 'written') return row;
+  return { status: 'written', seqs: row.seqs, acceptedAt: row.accepted_at, inTurn: row.in_turn, fresh: new Set(row.fresh) };
 }
 
 /**

@@ -1,6 +1,8 @@
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { applyBulkBatch } from '../bulk/bulk.service.js';
+import { InTurnWriter } from '../sync/in-turn.applier.js';
 import { holdLanguageForWrite } from '../sync/locks.js';
 import { drainWithWorker, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { captureLogs } from './support/log-capture.js';
@@ -191,9 +193,70 @@ describe("when Postgres refuses a batch's links", () => {
       await env.db.query(sql.unsafe`DROP TRIGGER refuse_link ON links`);
       await env.db.query(sql.unsafe`DROP FUNCTION refuse_link()`);
     }
-    // Once Postgres takes the links again, the applier applies all three.
+    // Once Postgres takes the links again, the applier applies all three, as records it creates: the failed run's
+    // serial view, written with its records, went with them.
     await drainWithWorker(env);
     expect((await syncStatus()).pending).toBe(0);
     expect(await linksOf(env, 'it', 'product_category')).toHaveLength(3);
+    const audit = await auditOf(env, 'it');
+    expect(audit.filter((entry) => entry.kind === 'product').map(({ record_id, action }) => [record_id, action])).toEqual([
+      ['R1', 'create'],
+      ['R1', 'link'],
+      ['R2', 'create'],
+      ['R2', 'link'],
+      ['R3', 'create'],
+      ['R3', 'link'],
+    ]);
+  });
+});
+
+describe('when a run in turn creates its records', () => {
+  it('should write each of them once, with its serial view, and audit their creation', async () => {
+    const response = await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'pt', name: 'pt', code: 'pt' } } });
+    expect(response.status).toBe(200);
+    await drainWithWorker(env);
+    const langKey = await langKeyOf(env, 'pt');
+    const accountId = await env.db.oneFirst(sql.type(z.object({ account_id: z.number() }))`
+      SELECT account_id FROM languages WHERE lang_key = ${langKey}
+    `);
+    const origin = { accountId, languageId: 'pt', actor: 'bulk-test', requestId: 'in-turn-created' };
+    const write = (kind: 'product' | 'variant', payload: Record<string, unknown>) => {
+      const { id, ...fields } = payload;
+      return { kind, id: id as string, fields, times: {}, payload };
+    };
+    const statements = await env.db.transaction(async (tx) => {
+      const writer = await InTurnWriter.open(tx, langKey);
+      expect(
+        await writer.writeRun([write('product', { id: 'N1', name: 'One' }), write('product', { id: 'N2', name: 'Two' })], origin),
+      ).toBe('applied');
+      const variants = [write('variant', { id: 'W1', product_id: 'N1' }), write('variant', { id: 'W2', product_id: 'N2' })];
+      expect(await writer.writeRun(variants, origin)).toBe('applied');
+      // This transaction's own work on the records table so far.
+      return tx.one(sql.type(z.object({ inserted: z.number(), updated: z.number() }))`
+        SELECT n_tup_ins AS inserted, n_tup_upd AS updated FROM pg_stat_xact_user_tables WHERE relname = 'records'
+      `);
+    });
+    // One row version each: the applier did not mark them written a second time.
+    expect(statements).toEqual({ inserted: 4, updated: 0 });
+    const serialView = await env.db.any(sql.type(z.object({ id: z.string(), w_live: z.boolean(), w_ref: z.string().nullable() }))`
+      SELECT id, w_live, w_ref FROM records WHERE lang_key = ${langKey} AND kind IN ('product', 'variant') ORDER BY id
+    `);
+    expect(serialView).toEqual([
+      { id: 'N1', w_live: true, w_ref: null },
+      { id: 'N2', w_live: true, w_ref: null },
+      { id: 'W1', w_live: true, w_ref: 'N1' },
+      { id: 'W2', w_live: true, w_ref: 'N2' },
+    ]);
+    const audit = await auditOf(env, 'pt');
+    expect(audit.filter((entry) => entry.kind !== 'language').map(({ record_id, action }) => [record_id, action])).toEqual([
+      ['N1', 'create'],
+      ['N2', 'create'],
+      ['W1', 'create'],
+      ['W2', 'create'],
+    ]);
+    // The variants go with their product, as the drain's own cascade does for the serial view it wrote.
+    expect((await env.request('DELETE', '/api/v1/languages/pt/products/N1', { token })).status).toBe(200);
+    await drainWithWorker(env);
+    expect(await liveIds(env, 'pt', 'variant')).toEqual(['W2']);
   });
 });

@@ -1,8 +1,9 @@
 -- Whether a transaction that has just numbered a run of changes up to
 -- p_through_seq, without outbox rows, is the language's next to apply
--- (sync/in-turn.applier.ts): no other transaction is writing the language, and
--- no change of it numbered up to p_through_seq is pending. The caller holds
--- the language's shared lock and its applier lock.
+-- (write_records with p_in_turn, for sync/in-turn.applier.ts): no other
+-- transaction is writing the language, and no change of it numbered up to
+-- p_through_seq is pending. The caller holds the language's shared lock and
+-- its applier lock.
 --
 -- The order of the two looks is what makes it safe (docs/consistency.md,
 -- "Bulk runs applied in turn"); each statement of a volatile function sees
