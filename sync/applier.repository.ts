@@ -578,10 +578,10 @@ export async function markWrittenMany(
     ) AS r
   `);
   const existed = new Map<string, boolean>();
-  const next = new Map<string, { at: string; live: boolean; ref: string | null }>();
+  const next = new Map<string, { at: string; live: boolean; ref: string | null; wasLive: boolean; wasRef: string | null }>();
   for (const row of found) {
     existed.set(row.id, row.w_live);
-    next.set(row.id, { at: row.at, live: row.w_live, ref: row.w_ref });
+    next.set(row.id, { at: row.at, live: row.w_live, ref: row.w_ref, wasLive: row.w_live, wasRef: row.w_ref });
   }
   // In write order: a reference that was sent replaces the kept one; a record that was not live keeps none.
   for (const row of rows) {
@@ -590,16 +590,19 @@ export async function markWrittenMany(
     state.ref = row.sentRef !== undefined ? row.sentRef.value : state.live ? state.ref : null;
     state.live = true;
   }
-  if (next.size === 0) return existed;
+  // A record already live with the reference it keeps needs no new version of its row: a catalogue synced again is
+  // mostly such records.
+  const marks = [...next.values()].filter((state) => !state.wasLive || state.ref !== state.wasRef);
+  if (marks.length === 0) return existed;
   await tx.query(sql.unsafe`
     UPDATE records r SET w_live = true, w_ref = t.ref
     FROM unnest(
       ${sql.array(
-        [...next.values()].map((state) => state.at),
+        marks.map((state) => state.at),
         'tid',
       )},
       ${sql.array(
-        [...next.values()].map((state) => state.ref),
+        marks.map((state) => state.ref),
         'text',
       )}
     ) AS t(at, ref)

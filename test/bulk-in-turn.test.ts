@@ -225,19 +225,38 @@ describe('when a run in turn creates its records', () => {
       return { kind, id: id as string, fields, times: {}, payload };
     };
     const statements = await env.db.transaction(async (tx) => {
+      // This connection's work on the records table: its counts may include earlier transactions not reported yet, so
+      // what this one did is the difference.
+      const counts = () =>
+        tx.one(sql.type(z.object({ inserted: z.number(), updated: z.number() }))`
+          SELECT n_tup_ins AS inserted, n_tup_upd AS updated FROM pg_stat_xact_user_tables WHERE relname = 'records'
+        `);
+      const since = async (from: { inserted: number; updated: number }) => {
+        const now = await counts();
+        return { inserted: now.inserted - from.inserted, updated: now.updated - from.updated };
+      };
+      const start = await counts();
       const writer = await InTurnWriter.open(tx, langKey);
       expect(
         await writer.writeRun([write('product', { id: 'N1', name: 'One' }), write('product', { id: 'N2', name: 'Two' })], origin),
       ).toBe('applied');
       const variants = [write('variant', { id: 'W1', product_id: 'N1' }), write('variant', { id: 'W2', product_id: 'N2' })];
       expect(await writer.writeRun(variants, origin)).toBe('applied');
-      // This transaction's own work on the records table so far.
-      return tx.one(sql.type(z.object({ inserted: z.number(), updated: z.number() }))`
-        SELECT n_tup_ins AS inserted, n_tup_upd AS updated FROM pg_stat_xact_user_tables WHERE relname = 'records'
-      `);
+      const created = await since(start);
+      // Sent again (a catalogue synced again): written, and already live with the reference they keep.
+      const again = await counts();
+      expect(
+        await writer.writeRun(
+          [write('product', { id: 'N1', name: 'One again' }), write('product', { id: 'N2', name: 'Two again' })],
+          origin,
+        ),
+      ).toBe('applied');
+      return { created, again: await since(again) };
     });
     // One row version each: the applier did not mark them written a second time.
-    expect(statements).toEqual({ inserted: 4, updated: 0 });
+    expect(statements.created).toEqual({ inserted: 4, updated: 0 });
+    // Updated by their write only.
+    expect(statements.again).toEqual({ inserted: 0, updated: 2 });
     const serialView = await env.db.any(sql.type(z.object({ id: z.string(), w_live: z.boolean(), w_ref: z.string().nullable() }))`
       SELECT id, w_live, w_ref FROM records WHERE lang_key = ${langKey} AND kind IN ('product', 'variant') ORDER BY id
     `);
@@ -253,6 +272,8 @@ describe('when a run in turn creates its records', () => {
       ['N2', 'create'],
       ['W1', 'create'],
       ['W2', 'create'],
+      ['N1', 'update'],
+      ['N2', 'update'],
     ]);
     // The variants go with their product, as the drain's own cascade does for the serial view it wrote.
     expect((await env.request('DELETE', '/api/v1/languages/pt/products/N1', { token })).status).toBe(200);
