@@ -142,7 +142,7 @@ export async function applyRun(
     if (linksSeen > linkBudget) return undefined;
   }
 
-  // Records the run's own write created with their serial view (`fresh`) did not exist before it, and are marked.
+  // Records the run's own write created with their serial view (`fresh`) did not exist before it and are marked already.
   const marked = run.filter(({ entry }) => !fresh.has(entry.record_id));
   const existed =
     marked.length === 0
