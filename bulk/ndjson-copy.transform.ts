@@ -1,4 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
+import { copyEscape } from '../platform/copy-in.js';
 
 /** Longest NDJSON line kept as is; a longer one is stored as a marker and reported as that line's error. */
 export const MAX_LINE_BYTES = 1024 * 1024;
@@ -6,13 +7,6 @@ export const LINE_TOO_LONG = '\u0001line-too-long';
 export const LINE_HAS_NUL = '\u0001line-has-nul';
 
 const NEWLINE = 0x0a;
-
-/** COPY text format: backslash, tab, newline and carriage return are escaped. */
-function copyEscape(value: string): string {
-  return value.replace(/[\\\t\n\r]/g, (character) =>
-    character === '\\' ? '\\\\' : character === '\t' ? '\\t' : character === '\n' ? '\\n' : '\\r',
-  );
-}
 
 /** How long the splitter works before it lets the event loop serve other requests. */
 const SLICE_MS = 2;

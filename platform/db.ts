@@ -10,6 +10,7 @@ import {
   SchemaValidationError,
 } from 'slonik';
 import type { ZodTypeAny } from 'zod';
+import { createCopyingDriverFactory } from './copy-in.js';
 
 const unparsedSchemas = new WeakSet<ZodTypeAny>();
 
@@ -68,6 +69,8 @@ export interface PoolOptions {
 
 export async function createDatabase(connectionUri: string, options: PoolOptions = {}): Promise<Database> {
   return createPool(connectionUri, {
+    // COPY FROM STDIN in transactions (platform/copy-in.ts).
+    driverFactory: createCopyingDriverFactory(),
     interceptors: [resultParserInterceptor],
     typeParsers,
     maximumPoolSize: options.maximumPoolSize ?? 10,

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type CommonQueryMethods, type DatabaseTransactionConnection, sql } from 'slonik';
 import { z } from 'zod';
+import { copyInto, copyJson, copyText } from '../platform/copy-in.js';
 import { applierLockHolders } from './locks.js';
 
 export const auditEntryRow = z.object({
@@ -41,50 +42,51 @@ export interface AuditEntry {
   changes: Record<string, unknown>;
 }
 
-/** The fields an audit entry shares with the entries around it: those of the same change, or of the same bulk batch. */
-const ORIGIN_FIELDS = ['account_id', 'lang_key', 'language_id', 'actor', 'request_id', 'at'] as const;
+/** audit_log's columns as the entries are copied: first those an entry shares with its neighbours (copyRow). */
+const AUDIT_COLUMNS = [
+  'account_id',
+  'lang_key',
+  'language_id',
+  'actor',
+  'request_id',
+  'at',
+  'kind',
+  'record_id',
+  'action',
+  'write_seq',
+  'changes',
+] as const;
 
 /**
- * Writes a batch's audit entries in one statement, in the order given (their
- * seq order). The entries travel as JSON: a batch holds thousands, and sent
- * as eleven arrays each value went through pg's array-literal escaping (two
- * regular expressions a value, the changes' quotes included), 7% of the
- * worker's time in a bulk file; JSON.stringify is native. What neighbouring
- * entries share (account, language, actor, request and time: one set for a
- * whole bulk batch) is sent once, as an origin they point at: Postgres' JSON
- * parse was 60% of the statement's time, and half the text it parsed was
- * those fields over and over (11.4 against 9.0 µs an entry, measured on a
- * bulk file's entries).
+ * Writes a batch's audit entries in one COPY, in the order given (their seq
+ * order: audit_log.seq is taken in the order rows arrive). A bulk batch has
+ * thousands; as one INSERT of a JSON text they cost Postgres about 8 µs an
+ * entry against 5 as COPY, and were a third of a bulk file's time in
+ * Postgres (docs/decisions.md, "Hot paths"). What neighbouring entries share
+ * (account, language, actor, request and time: one set for a whole bulk
+ * batch) is escaped once.
  */
-export async function insertAuditEntries(tx: DatabaseTransactionConnection, entries: AuditEntry[]): Promise<void> {
+export async function insertAuditEntries(tx: DatabaseTransactionConnection, entries: readonly AuditEntry[]): Promise<void> {
   if (entries.length === 0) return;
-  const origins: AuditEntry[] = [];
-  const rows = entries.map((entry) => {
-    const last = origins.at(-1);
-    if (!last || ORIGIN_FIELDS.some((field) => last[field] !== entry[field])) origins.push(entry);
-    return {
-      origin: origins.length,
-      kind: entry.kind,
-      record_id: entry.record_id,
-      action: entry.action,
-      write_seq: entry.write_seq,
-      changes: entry.changes,
-    };
-  });
-  await tx.query(sql.unsafe`
-    INSERT INTO audit_log (account_id, lang_key, language_id, kind, record_id, action, actor, request_id, write_seq, at, changes)
-    SELECT o.account_id, o.lang_key, o.language_id, e.kind, e.record_id, e.action, o.actor, o.request_id, e.write_seq, o.at, e.changes
-    FROM ROWS FROM (
-      json_to_recordset(${JSON.stringify(rows)}::json)
-        AS (origin int4, kind text, record_id text, action text, write_seq int8, changes jsonb)
-    ) WITH ORDINALITY AS e(origin, kind, record_id, action, write_seq, changes, n)
-    JOIN ROWS FROM (
-      json_to_recordset(${JSON.stringify(origins, [...ORIGIN_FIELDS])}::json)
-        AS (account_id int8, lang_key int8, language_id text, actor text, request_id text, at timestamptz)
-    ) WITH ORDINALITY AS o(account_id, lang_key, language_id, actor, request_id, at, n) ON o.n = e.origin
-    -- Entries are numbered (audit_log.seq) in the order they are inserted: the order given.
-    ORDER BY e.n
-  `);
+  let origin: AuditEntry | undefined;
+  let prefix = '';
+  let rows = '';
+  for (const entry of entries) {
+    if (
+      origin === undefined ||
+      origin.account_id !== entry.account_id ||
+      origin.lang_key !== entry.lang_key ||
+      origin.language_id !== entry.language_id ||
+      origin.actor !== entry.actor ||
+      origin.request_id !== entry.request_id ||
+      origin.at !== entry.at
+    ) {
+      origin = entry;
+      prefix = `${entry.account_id}\t${entry.lang_key}\t${copyText(entry.language_id)}\t${copyText(entry.actor)}\t${copyText(entry.request_id)}\t${entry.at}\t`;
+    }
+    rows += `${prefix}${copyText(entry.kind)}\t${copyText(entry.record_id)}\t${copyText(entry.action)}\t${entry.write_seq}\t${copyJson(entry.changes)}\n`;
+  }
+  await copyInto(tx, 'audit_log', AUDIT_COLUMNS, rows);
 }
 
 export class AuditHorizonTimeoutError extends Error {}
