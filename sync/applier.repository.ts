@@ -1,6 +1,7 @@
 import { type CommonQueryMethods, type DatabasePool, type DatabaseTransactionConnection, sql } from 'slonik';
 import { z } from 'zod';
 import { compareKeys } from '../catalogue/key-order.js';
+import { copyInto, copyText } from '../platform/copy-in.js';
 import { unparsedRows } from '../platform/db.js';
 import { waitForLanguageWriters } from './locks.js';
 
@@ -688,8 +689,8 @@ export async function removeLinkPairs(
 
 /**
  * Adds these links, each numbered by its change: links none of their writers
- * has yet (the caller leaves out the ones it read). A plain INSERT, with no
- * ON CONFLICT and nothing returned: only the applier writes links, under its
+ * has yet (the caller leaves out the ones it read). Copied (a plain insert:
+ * no ON CONFLICT, nothing returned): only the applier writes links, under its
  * language's lock, so nothing can have added one since they were read (a
  * duplicate is a bug, and fails the batch loudly). Probing the unique index
  * for a conflict first and returning every row cost 15% more Postgres time
@@ -702,18 +703,9 @@ export async function insertLinkPairs(
   side: LinkSide,
   pairs: ReadonlyArray<{ writer: string; other: string; seq: number }>,
 ): Promise<void> {
-  if (pairs.length === 0) return;
-  const { mine, other } = linkColumns(side);
-  await tx.query(sql.unsafe`
-    INSERT INTO links (lang_key, rel, ${mine}, ${other}, seq)
-    SELECT ${langKey}, ${rel}, t.writer, t.other, t.seq
-    FROM unnest(
-      ${textArray(pairs.map((pair) => pair.writer))},
-      ${textArray(pairs.map((pair) => pair.other))},
-      ${sql.array(
-        pairs.map((pair) => pair.seq),
-        'int8',
-      )}
-    ) AS t(writer, other, seq)
-  `);
+  // Copied (platform/copy-in.ts): a run's new links are many rows with no conflict to handle.
+  const prefix = `${langKey}\t${copyText(rel)}\t`;
+  let rows = '';
+  for (const pair of pairs) rows += `${prefix}${copyText(pair.writer)}\t${copyText(pair.other)}\t${pair.seq}\n`;
+  await copyInto(tx, 'links', ['lang_key', 'rel', side, side === 'a' ? 'b' : 'a', 'seq'], rows);
 }
