@@ -62,6 +62,27 @@ describe('when rows are copied through a slonik connection', () => {
     expect(await db.oneFirst(sql.type(z.object({ one: z.number() }))`SELECT 1::int8 AS one`)).toBe(1);
   });
 
+  it('should fail for a statement Postgres refuses, ignoring the data sent behind it, and leave the connection usable', async () => {
+    await expect(db.transaction((tx) => copyInto(tx, 'no_such_table', ['n'], '1\n2\n'))).rejects.toThrow(
+      /relation "no_such_table" does not exist/,
+    );
+    expect(await db.oneFirst(sql.type(z.object({ one: z.number() }))`SELECT 1::int8 AS one`)).toBe(1);
+  });
+
+  it('should run copies issued without waiting in the order they were issued, with the queries around them', async () => {
+    const rows = await db.transaction(async (tx) => {
+      await tx.query(sql.unsafe`CREATE TEMPORARY TABLE copied (n int8) ON COMMIT DROP`);
+      const issued = [
+        copyInto(tx, 'copied', ['n'], '1\n2\n'),
+        tx.query(sql.unsafe`INSERT INTO copied VALUES (3)`),
+        copyInto(tx, 'copied', ['n'], '4\n'),
+      ];
+      await Promise.all(issued);
+      return tx.anyFirst(sql.type(z.object({ n: z.number() }))`SELECT n FROM copied ORDER BY ctid`);
+    });
+    expect(rows).toEqual([1, 2, 3, 4]);
+  });
+
   it('should send a query that only looks like a COPY with data as the query it is', async () => {
     const text = 'COPY x FROM STDIN $1';
     expect(await db.oneFirst(sql.type(z.object({ t: z.string() }))`SELECT ${text}::text AS t`)).toBe(text);

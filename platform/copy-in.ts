@@ -1,5 +1,4 @@
 import { createPgDriverFactory } from '@slonik/pg-driver';
-import { from as copyFrom } from 'pg-copy-streams';
 import { type CommonQueryMethods, type DriverFactory, sql } from 'slonik';
 
 /*
@@ -12,7 +11,7 @@ import { type CommonQueryMethods, type DriverFactory, sql } from 'slonik';
  * Postgres spent about 8 µs an entry on them against 5 for COPY of the same
  * rows (docs/decisions.md, "Hot paths"). slonik 47 offers no COPY FROM, and
  * its pg driver only `query` and `stream`; the pg client under it takes any
- * "submittable" query object, which is how pg-copy-streams runs COPY.
+ * "submittable" query object, which is how COPY is run (CopyIn, below).
  *
  * So the pools are made with the pg driver wrapped here: a query of the form
  * `COPY ... FROM STDIN $1`, with one text value, is sent as COPY with that
@@ -33,20 +32,72 @@ interface CopyResult {
   rows: [];
 }
 
+/** The part of pg's connection a COPY writes to (pg/lib/connection.js). */
+interface CopyConnection {
+  query(text: string): void;
+  sendCopyFromChunk(chunk: Buffer): void;
+  endCopyFrom(): void;
+}
+
 /**
- * A COPY FROM STDIN that pg's client runs as any submittable query, and that
- * the pg driver can await as it awaits a query's result.
+ * A COPY FROM STDIN that pg's client runs as any submittable query (the
+ * methods it calls are the message handlers), and that the pg driver awaits
+ * as it awaits a query's result.
+ *
+ * The data goes right behind the statement, not after Postgres' answer to it
+ * (CopyInResponse) as pg-copy-streams sends it: Postgres reads the messages
+ * in order, so it takes the data as soon as it is in copy-in mode, and when
+ * the statement fails it ignores the data that follows ("Accept but ignore
+ * these messages, per protocol spec", PostgresMain). Waiting for the answer
+ * cost a round trip, and more: a batch sends its links and builds its audit
+ * entries' text while they are written, and the data of a COPY waiting for
+ * the event loop waited for that text (the links' COPY took 3.7 s of a 200k-line
+ * file where their INSERT, sent whole, took 3.3).
  */
-function copyQuery(statement: string, data: string) {
-  const stream = copyFrom(statement);
-  const done = new Promise<CopyResult>((resolve, reject) => {
-    stream.on('finish', () => resolve({ command: 'COPY', fields: [], rowCount: stream.rowCount, rows: [] }));
-    stream.on('error', reject);
-  });
-  // Held (the stream is corked) until Postgres asks for the data.
-  stream.end(data);
-  // biome-ignore lint/suspicious/noThenProperty: the pg driver awaits what pg's client.query returns; for this query, the stream.
-  return Object.assign(stream, { then: done.then.bind(done) });
+class CopyIn implements PromiseLike<CopyResult> {
+  private rowCount = 0;
+  private readonly done: Promise<CopyResult>;
+  private settle!: { resolve: (result: CopyResult) => void; reject: (error: Error) => void };
+
+  constructor(
+    private readonly statement: string,
+    private readonly data: Buffer,
+  ) {
+    this.done = new Promise((resolve, reject) => {
+      this.settle = { resolve, reject };
+    });
+  }
+
+  submit(connection: CopyConnection): void {
+    connection.query(this.statement);
+    connection.sendCopyFromChunk(this.data);
+    connection.endCopyFrom();
+  }
+
+  /** The data is on its way already. */
+  handleCopyInResponse(): void {}
+
+  handleCommandComplete(message: { text?: string }): void {
+    const copied = /^COPY (\d+)/.exec(message.text ?? '');
+    if (copied) this.rowCount = Number(copied[1]);
+  }
+
+  handleReadyForQuery(): void {
+    this.settle.resolve({ command: 'COPY', fields: [], rowCount: this.rowCount, rows: [] });
+  }
+
+  /** pg's client calls this for an ErrorResponse (then no handleReadyForQuery), and for a connection it cannot use. */
+  handleError(error: Error): void {
+    this.settle.reject(error);
+  }
+
+  // biome-ignore lint/suspicious/noThenProperty: the pg driver awaits what pg's client.query returns; for this query, this object.
+  then<T = CopyResult, E = never>(
+    onFulfilled?: ((result: CopyResult) => T | PromiseLike<T>) | null,
+    onRejected?: ((reason: unknown) => E | PromiseLike<E>) | null,
+  ): PromiseLike<T | E> {
+    return this.done.then(onFulfilled, onRejected);
+  }
 }
 
 /** slonik's pg driver, with COPY FROM STDIN for the queries copyInto makes. */
@@ -64,7 +115,7 @@ export function createCopyingDriverFactory(): DriverFactory {
             const data = values?.[0];
             if (!copy || values?.length !== 1 || typeof data !== 'string') return client.query(text, values);
             // The pg driver hands its first argument to pg's client.query, which runs a submittable as it is.
-            return client.query(copyQuery(copy[1]!, data) as unknown as string);
+            return client.query(new CopyIn(copy[1]!, Buffer.from(data)) as unknown as string);
           },
         };
       },
