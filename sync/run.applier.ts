@@ -137,7 +137,11 @@ export async function applyRun(
   let linksSeen = 0;
   for (const group of byList.values()) {
     const room = linkBudget - linksSeen;
-    group.existing = await existingLinks(tx, langKey, group.list.rel, group.list.side, group.writers, Math.max(room, 0) + 1);
+    // A record the run's write created had no row, so it has no links: a link is only ever written with a row at
+    // each end, and rows go only with their language (docs/consistency.md, "Bulk runs applied in turn").
+    const known = fresh.size === 0 ? group.writers : group.writers.filter((writer) => !fresh.has(writer));
+    if (known.length === 0) continue;
+    group.existing = await existingLinks(tx, langKey, group.list.rel, group.list.side, known, Math.max(room, 0) + 1);
     linksSeen += group.existing.length;
     if (linksSeen > linkBudget) return undefined;
   }

@@ -280,4 +280,59 @@ describe('when a run in turn creates its records', () => {
     await drainWithWorker(env);
     expect(await liveIds(env, 'pt', 'variant')).toEqual(['W2']);
   });
+
+  it('should not read the links of the records it creates, which have none, and replace those of records it updates', async () => {
+    const response = await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'pu', name: 'pu', code: 'pu' } } });
+    expect(response.status).toBe(200);
+    await drainWithWorker(env);
+    const langKey = await langKeyOf(env, 'pu');
+    const accountId = await env.db.oneFirst(sql.type(z.object({ account_id: z.number() }))`
+      SELECT account_id FROM languages WHERE lang_key = ${langKey}
+    `);
+    const origin = { accountId, languageId: 'pu', actor: 'bulk-test', requestId: 'in-turn-links' };
+    const product = (id: string, categoryIds: string[]) => ({
+      kind: 'product' as const,
+      id,
+      fields: { name: id, category_ids: categoryIds },
+      times: {},
+      payload: { id, name: id, category_ids: categoryIds },
+    });
+    const reads = await env.db.transaction(async (tx) => {
+      // Scans of the links table by this transaction, as a difference (the view may hold earlier transactions' counts).
+      const scans = () =>
+        tx.oneFirst(sql.type(z.object({ scans: z.number() }))`
+          SELECT coalesce(idx_scan, 0) + coalesce(seq_scan, 0) AS scans FROM pg_stat_xact_user_tables WHERE relname = 'links'
+        `);
+      const writer = await InTurnWriter.open(tx, langKey);
+      const start = await scans();
+      expect(await writer.writeRun([product('L1', ['C1']), product('L2', ['C1', 'C2'])], origin)).toBe('applied');
+      const created = (await scans()) - start;
+      const again = await scans();
+      expect(await writer.writeRun([product('L1', ['C2']), product('L2', ['C2'])], origin)).toBe('applied');
+      return { created, updated: (await scans()) - again };
+    });
+    expect(reads.created).toBe(0);
+    expect(reads.updated).toBeGreaterThan(0);
+    expect(await linksOf(env, 'pu', 'product_category')).toEqual([
+      ['L1', 'C2'],
+      ['L2', 'C2'],
+    ]);
+    const audit = await auditOf(env, 'pu');
+    expect(
+      audit.filter((entry) => entry.kind !== 'language').map(({ record_id, action, changes }) => [record_id, action, changes]),
+    ).toEqual([
+      ['L1', 'create', { name: 'L1', category_ids: ['C1'] }],
+      ['C1', 'stub', {}],
+      ['L1', 'link', { category_ids: 'C1' }],
+      ['L2', 'create', { name: 'L2', category_ids: ['C1', 'C2'] }],
+      ['C2', 'stub', {}],
+      ['L2', 'link', { category_ids: 'C1' }],
+      ['L2', 'link', { category_ids: 'C2' }],
+      ['L1', 'update', { name: 'L1', category_ids: ['C2'] }],
+      ['L1', 'unlink', { category_ids: 'C1' }],
+      ['L1', 'link', { category_ids: 'C2' }],
+      ['L2', 'update', { name: 'L2', category_ids: ['C2'] }],
+      ['L2', 'unlink', { category_ids: 'C1' }],
+    ]);
+  });
 });
