@@ -450,9 +450,11 @@ export async function setNullMany(
 
 export type LinkSide = 'a' | 'b';
 
+const otherSide = (side: LinkSide): LinkSide => (side === 'a' ? 'b' : 'a');
+
 const linkColumns = (side: LinkSide) => ({
   mine: sql.identifier([side]),
-  other: sql.identifier([side === 'a' ? 'b' : 'a']),
+  other: sql.identifier([otherSide(side)]),
 });
 
 /**
@@ -707,5 +709,5 @@ export async function insertLinkPairs(
   const prefix = `${langKey}\t${copyText(rel)}\t`;
   let rows = '';
   for (const pair of pairs) rows += `${prefix}${copyText(pair.writer)}\t${copyText(pair.other)}\t${pair.seq}\n`;
-  await copyInto(tx, 'links', ['lang_key', 'rel', side, side === 'a' ? 'b' : 'a', 'seq'], rows);
+  await copyInto(tx, 'links', ['lang_key', 'rel', side, otherSide(side), 'seq'], rows);
 }

@@ -42,20 +42,11 @@ export interface AuditEntry {
   changes: Record<string, unknown>;
 }
 
-/** audit_log's columns as the entries are copied: first those an entry shares with its neighbours (copyRow). */
-const AUDIT_COLUMNS = [
-  'account_id',
-  'lang_key',
-  'language_id',
-  'actor',
-  'request_id',
-  'at',
-  'kind',
-  'record_id',
-  'action',
-  'write_seq',
-  'changes',
-] as const;
+/** The fields an audit entry shares with the entries around it: those of the same change, or of the same bulk batch. */
+const ORIGIN_FIELDS = ['account_id', 'lang_key', 'language_id', 'actor', 'request_id', 'at'] as const;
+
+/** audit_log's columns as the entries are copied: the shared ones first, so a run of entries shares their text. */
+const AUDIT_COLUMNS = [...ORIGIN_FIELDS, 'kind', 'record_id', 'action', 'write_seq', 'changes'];
 
 /**
  * Writes a batch's audit entries in one COPY, in the order given (their seq
@@ -72,19 +63,12 @@ export async function insertAuditEntries(tx: DatabaseTransactionConnection, entr
   let prefix = '';
   let rows = '';
   for (const entry of entries) {
-    if (
-      origin === undefined ||
-      origin.account_id !== entry.account_id ||
-      origin.lang_key !== entry.lang_key ||
-      origin.language_id !== entry.language_id ||
-      origin.actor !== entry.actor ||
-      origin.request_id !== entry.request_id ||
-      origin.at !== entry.at
-    ) {
+    const last = origin;
+    if (!last || ORIGIN_FIELDS.some((field) => last[field] !== entry[field])) {
       origin = entry;
-      prefix = `${entry.account_id}\t${entry.lang_key}\t${copyText(entry.language_id)}\t${copyText(entry.actor)}\t${copyText(entry.request_id)}\t${entry.at}\t`;
+      prefix = ORIGIN_FIELDS.map((field) => copyText(entry[field] === null ? null : String(entry[field]))).join('\t');
     }
-    rows += `${prefix}${copyText(entry.kind)}\t${copyText(entry.record_id)}\t${copyText(entry.action)}\t${entry.write_seq}\t${copyJson(entry.changes)}\n`;
+    rows += `${prefix}\t${copyText(entry.kind)}\t${copyText(entry.record_id)}\t${copyText(entry.action)}\t${entry.write_seq}\t${copyJson(entry.changes)}\n`;
   }
   await copyInto(tx, 'audit_log', AUDIT_COLUMNS, rows);
 }

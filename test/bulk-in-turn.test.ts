@@ -210,16 +210,21 @@ describe("when Postgres refuses a batch's links", () => {
   });
 });
 
+/** A new, drained language to write runs to in turn, and the origin of those writes. */
+async function newLanguage(id: string, requestId: string) {
+  const response = await env.request('POST', '/api/v1/languages', { token, body: { language: { id, name: id, code: id } } });
+  expect(response.status).toBe(200);
+  await drainWithWorker(env);
+  const langKey = await langKeyOf(env, id);
+  const accountId = await env.db.oneFirst(sql.type(z.object({ account_id: z.number() }))`
+    SELECT account_id FROM languages WHERE lang_key = ${langKey}
+  `);
+  return { langKey, origin: { accountId, languageId: id, actor: 'bulk-test', requestId } };
+}
+
 describe('when a run in turn creates its records', () => {
   it('should write each of them once, with its serial view, and audit their creation', async () => {
-    const response = await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'pt', name: 'pt', code: 'pt' } } });
-    expect(response.status).toBe(200);
-    await drainWithWorker(env);
-    const langKey = await langKeyOf(env, 'pt');
-    const accountId = await env.db.oneFirst(sql.type(z.object({ account_id: z.number() }))`
-      SELECT account_id FROM languages WHERE lang_key = ${langKey}
-    `);
-    const origin = { accountId, languageId: 'pt', actor: 'bulk-test', requestId: 'in-turn-created' };
+    const { langKey, origin } = await newLanguage('pt', 'in-turn-created');
     const write = (kind: 'product' | 'variant', payload: Record<string, unknown>) => {
       const { id, ...fields } = payload;
       return { kind, id: id as string, fields, times: {}, payload };
@@ -282,14 +287,7 @@ describe('when a run in turn creates its records', () => {
   });
 
   it('should not read the links of the records it creates, which have none, and replace those of records it updates', async () => {
-    const response = await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'pu', name: 'pu', code: 'pu' } } });
-    expect(response.status).toBe(200);
-    await drainWithWorker(env);
-    const langKey = await langKeyOf(env, 'pu');
-    const accountId = await env.db.oneFirst(sql.type(z.object({ account_id: z.number() }))`
-      SELECT account_id FROM languages WHERE lang_key = ${langKey}
-    `);
-    const origin = { accountId, languageId: 'pu', actor: 'bulk-test', requestId: 'in-turn-links' };
+    const { langKey, origin } = await newLanguage('pu', 'in-turn-links');
     const product = (id: string, categoryIds: string[]) => ({
       kind: 'product' as const,
       id,
