@@ -351,9 +351,13 @@ export class EntryApplier {
 /** How many units applying `entry` costs at least (its own record and every id it names; deletes count 1). */
 export function changeUnits(entry: OutboxEntry): number {
   if (entry.action !== 'upsert' || !(entry.kind in KINDS)) return 1;
+  return upsertUnits(upsertSteps(entry.kind as StoredKind, entry.payload));
+}
+
+/** changeUnits of an upsert whose steps are known. */
+export function upsertUnits(steps: readonly UpsertStep[]): number {
   let units = 1;
-  for (const step of upsertSteps(entry.kind as StoredKind, entry.payload))
-    units += step.ids.length * (step.list?.mode === 'replace' ? 2 : 1);
+  for (const step of steps) units += step.ids.length * (step.list?.mode === 'replace' ? 2 : 1);
   return units;
 }
 

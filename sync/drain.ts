@@ -16,7 +16,7 @@ import {
 import { insertAuditEntries } from './audit.repository.js';
 import { type ChangeOutcome, changeUnits, EntryApplier } from './change.applier.js';
 import { tryLockApplier } from './locks.js';
-import { applyRun, type Segment, splitIntoSegments } from './run.applier.js';
+import { applyRun, type NamedAhead, type Segment, splitIntoSegments } from './run.applier.js';
 
 export interface DrainOptions {
   batchSize?: number;
@@ -212,6 +212,8 @@ function record(result: Applied, entry: OutboxEntry, audits: readonly AuditEntry
 export interface PlannedChanges {
   segments: Segment[];
   fresh: ReadonlySet<string>;
+  /** What the first run names, looked up already (run.applier.ts, lookUpNamedAhead). */
+  ahead?: NamedAhead;
 }
 
 /** Changes with fresh records (PlannedChanges) that cannot be applied whole as one set-based run. Nothing was written: the caller undoes their write. */
@@ -228,8 +230,8 @@ export async function applyAndAudit(tx: Tx, entries: readonly OutboxEntry[], bud
   const segments = planned?.segments ?? splitIntoSegments(entries, budget);
   const { result, inFlight } =
     planned && planned.fresh.size > 0
-      ? await applyWhole(tx, entries, segments, budget, planned.fresh)
-      : await applyChanges(tx, segments, budget);
+      ? await applyWhole(tx, entries, segments, budget, planned.fresh, planned.ahead)
+      : await applyChanges(tx, segments, budget, planned?.ahead);
   await allInOrder([inFlight, insertAuditEntries(tx, result.audits)]);
   return result;
 }
@@ -241,11 +243,12 @@ async function applyWhole(
   segments: readonly Segment[],
   budget: number,
   fresh: ReadonlySet<string>,
+  ahead: NamedAhead | undefined,
 ): Promise<{ result: Applied; inFlight: Promise<void> | undefined }> {
   const [segment, ...others] = segments;
   if (!segment?.fast || others.length > 0 || segment.run.length !== entries.length || segment.units > budget)
     throw new RunNotWholeError('the run is not one set-based run within its budget');
-  const run = await applyRun(tx, segment.run, budget - segment.units, fresh);
+  const run = await applyRun(tx, segment.run, budget - segment.units, fresh, ahead);
   if (!run) throw new RunNotWholeError("the run's writers have more links than its budget");
   return { result: { audits: run.audits, seqs: segment.run.map(({ entry }) => entry.seq), stopped: false }, inFlight: run.linksWritten };
 }
@@ -272,6 +275,7 @@ async function applyChanges(
   tx: Tx,
   segments: readonly Segment[],
   budget: number,
+  ahead?: NamedAhead,
 ): Promise<{ result: Applied; inFlight: Promise<void> | undefined }> {
   const result: Applied = { audits: [], seqs: [], stopped: false };
   let left = budget;
@@ -299,7 +303,7 @@ async function applyChanges(
       result.stopped = true;
       break;
     }
-    const run = await applyRun(tx, segment.run, left - segment.units);
+    const run = await applyRun(tx, segment.run, left - segment.units, undefined, ahead);
     if (run) {
       inFlight = run.linksWritten;
       append(result.audits, run.audits);

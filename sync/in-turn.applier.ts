@@ -5,7 +5,7 @@ import { advanceAppliedThrough, type OutboxEntry, saveChangeProgress } from './a
 import { sentReference } from './change.applier.js';
 import { type Applied, applyAndAudit, DEFAULT_SLICE_SIZE, isConnectionError } from './drain.js';
 import { tryLockApplier } from './locks.js';
-import { splitIntoSegments } from './run.applier.js';
+import { lookUpNamedAhead, splitIntoSegments } from './run.applier.js';
 import { type ChangeOrigin, queueWrittenRecords, type RecordWrite, type RunWritten, writeRecords } from './write.repository.js';
 
 type Tx = DatabaseTransactionConnection;
@@ -104,16 +104,25 @@ export class InTurnWriter {
     let applied: Applied | undefined;
     try {
       applied = await tx.transaction(async (savepoint) => {
-        written = await writeRecords(savepoint, langKey, writes, origin, { queue: false, refs });
-        if (written.status !== 'written') return undefined;
-        for (const [index, entry] of entries.entries()) {
-          entry.seq = written.seqs[index]!;
-          entry.accepted_at = written.acceptedAt;
+        const writing = writeRecords(savepoint, langKey, writes, origin, { queue: false, refs });
+        // What the run names is looked up right behind its write: Postgres runs the lookup as soon as the write is done.
+        const first = segments[0];
+        const ahead = whole && first?.fast ? lookUpNamedAhead(savepoint, first.run) : undefined;
+        try {
+          written = await writing;
+          if (written.status !== 'written') return undefined;
+          for (const [index, entry] of entries.entries()) {
+            entry.seq = written.seqs[index]!;
+            entry.accepted_at = written.acceptedAt;
+          }
+          if (!written.inTurn) return undefined;
+          const { fresh } = written;
+          const created = new Set(entries.filter((entry) => fresh.has(entry.seq)).map((entry) => entry.record_id));
+          return await applyAndAudit(savepoint, entries, budget, { segments, fresh: created, ahead });
+        } finally {
+          // No statement of the savepoint is left running when it ends, whatever became of the lookup.
+          await ahead?.live.catch(() => undefined);
         }
-        if (!written.inTurn) return undefined;
-        const { fresh } = written;
-        const created = new Set(entries.filter((entry) => fresh.has(entry.seq)).map((entry) => entry.record_id));
-        return applyAndAudit(savepoint, entries, budget, { segments, fresh: created });
       });
     } catch (error) {
       if (isConnectionError(error) || written?.status !== 'written' || !written.inTurn) throw error;

@@ -12,7 +12,7 @@ import {
   stubOutsideSerialView,
   targetKey,
 } from './applier.repository.js';
-import { auditOf, changeUnits, SYSTEM, sentReference, type UpsertStep, upsertSteps } from './change.applier.js';
+import { auditOf, changeUnits, SYSTEM, sentReference, type UpsertStep, upsertSteps, upsertUnits } from './change.applier.js';
 
 type Tx = DatabaseTransactionConnection;
 
@@ -49,9 +49,9 @@ function plan(entry: OutboxEntry, budget: number): Planned | undefined {
   if (entry.action !== 'upsert' || !(entry.kind in KINDS) || entry.progress !== null) return undefined;
   // A fan-out (global unsubscribe) changes other records, found by the serial view as of its own number.
   if (KINDS[entry.kind as StoredKind].fansOut) return undefined;
-  const units = changeUnits(entry);
-  if (units > budget) return undefined;
   const steps = upsertSteps(entry.kind as StoredKind, entry.payload);
+  const units = upsertUnits(steps);
+  if (units > budget) return undefined;
   return steps.some((step) => step.list?.mode === 'point-at') ? undefined : { entry, steps, units };
 }
 
@@ -93,6 +93,54 @@ export function splitIntoSegments(entries: readonly OutboxEntry[], budget = Numb
 
 type ReplaceList = Extract<ListRelation, { mode: 'replace' }>;
 
+/** The records a run names (stub and link targets), each with the first change that names it: where its stub's audit entry goes. */
+type NamedTargets = Map<string, { entry: OutboxEntry; kind: StoredKind; id: string }>;
+
+function namedTargets(run: readonly Planned[]): NamedTargets {
+  const named: NamedTargets = new Map();
+  for (const { entry, steps } of run) {
+    for (const step of steps) {
+      for (const id of step.ids) {
+        const key = targetKey(step.kind, id);
+        if (!named.has(key)) named.set(key, { entry, kind: step.kind, id });
+      }
+    }
+  }
+  return named;
+}
+
+/** A run's named records with their serial liveness, looked up before the run is applied (lookUpNamedAhead). */
+export interface NamedAhead {
+  run: readonly Planned[];
+  named: NamedTargets;
+  live: Promise<Map<string, boolean>>;
+}
+
+/**
+ * Looks up the serial liveness of the records a run names while the run's
+ * write is still in Postgres, so that the lookup runs right behind the write
+ * instead of after the write's answer has reached the worker and the worker
+ * has prepared the lookup (docs/consistency.md, "Bulk runs applied in
+ * turn"). Only for a run that names no record of its own kind: writing and
+ * applying the run changes its own kind's records alone, and nobody else
+ * changes the serial view while this transaction holds the language's
+ * applier lock, so the answer is the one applyRun's own lookup would get,
+ * whichever of the write and the lookup Postgres runs first. (A row an API write inserts meanwhile is caught by
+ * insertStubsMany's conflict, as it is after applyRun's own lookup.) The
+ * caller passes it to applyRun for that run, or waits for it before its
+ * transaction (or savepoint) ends.
+ */
+export function lookUpNamedAhead(tx: Tx, run: readonly Planned[]): NamedAhead | undefined {
+  const kind = run[0]?.entry.kind;
+  if (kind === undefined) return undefined;
+  const named = namedTargets(run);
+  for (const target of named.values()) if (target.kind === kind) return undefined;
+  const live = serialLiveness(tx, run[0]!.entry.lang_key, [...named.values()]);
+  // Marked as handled at once; applyRun still sees a failure when it waits for it.
+  live.catch(() => undefined);
+  return { run, named, live };
+}
+
 const NONE: ReadonlySet<string> = new Set();
 
 /**
@@ -111,6 +159,7 @@ export async function applyRun(
   run: readonly Planned[],
   linkBudget: number,
   fresh: ReadonlySet<string> = NONE,
+  ahead?: NamedAhead,
 ): Promise<{ audits: AuditEntry[]; used: number; linksWritten: Promise<void> } | undefined> {
   const kind = run[0]!.entry.kind as StoredKind;
   const langKey = run[0]!.entry.lang_key;
@@ -158,16 +207,9 @@ export async function applyRun(
           marked.map(({ entry }) => ({ id: entry.record_id, sentRef: sentReference(kind, entry.payload) })),
         );
 
-  const firstNamedBy = new Map<string, { entry: OutboxEntry; kind: StoredKind; id: string }>();
-  for (const { entry, steps } of run) {
-    for (const step of steps) {
-      for (const id of step.ids) {
-        const key = targetKey(step.kind, id);
-        if (!firstNamedBy.has(key)) firstNamedBy.set(key, { entry, kind: step.kind, id });
-      }
-    }
-  }
-  const live = await serialLiveness(tx, langKey, [...firstNamedBy.values()]);
+  const looked = ahead?.run === run ? ahead : undefined;
+  const firstNamedBy = looked?.named ?? namedTargets(run);
+  const live = await (looked?.live ?? serialLiveness(tx, langKey, [...firstNamedBy.values()]));
   const missing = [...firstNamedBy].filter(([key]) => live.get(key) !== true);
   const stubOf = ([, target]: (typeof missing)[number]) => ({
     kind: target.kind,
@@ -193,6 +235,11 @@ export async function applyRun(
     }
   >();
   for (const [field, { list, pairs, existing }] of byList) {
+    // Writers with no links before (new records): every pair is new, nothing goes.
+    if (existing.length === 0) {
+      linkChanges.set(field, { list, gone: [], removed: new Map(), had: new Set(), added: pairs });
+      continue;
+    }
     const wanted = new Set(pairs.map((pair) => targetKey(pair.writer, pair.other)));
     const gone = existing.filter((link) => !wanted.has(targetKey(link.writer, link.other)));
     const removed = new Map<string, string[]>();
@@ -205,6 +252,19 @@ export async function applyRun(
     const added = pairs.filter((pair) => !had.has(targetKey(pair.writer, pair.other)));
     linkChanges.set(field, { list, gone, removed, had, added });
   }
+
+  // The links are sent before the audit entries are computed, and not waited for here: computing the entries, and
+  // what the caller does next (building their statement), overlap with them in Postgres. Statements on one
+  // connection run in the order they are issued, and the first one is issued before this returns (no wait for a
+  // statement with nothing to do comes before it). Neither the entries nor anything else here depends on their outcome.
+  const linksWritten = (async () => {
+    for (const { list, gone, added } of linkChanges.values()) {
+      if (gone.length > 0) await removeLinkPairs(tx, langKey, list.rel, list.side, gone);
+      if (added.length > 0) await insertLinkPairs(tx, langKey, list.rel, list.side, added);
+    }
+  })();
+  // Marked as handled at once; whoever receives it still sees a failure when they wait for it.
+  linksWritten.catch(() => undefined);
 
   const audits: AuditEntry[] = [];
   for (const { entry, steps } of run) {
@@ -226,21 +286,10 @@ export async function applyRun(
         audits.push(auditOf(entry, kind, entry.record_id, 'unlink', SYSTEM, { [field]: other }));
       // Every pair the writer did not have is inserted (insertLinkPairs adds them all).
       for (const other of step.ids)
-        if (!change.had.has(targetKey(entry.record_id, other)))
+        if (change.had.size === 0 || !change.had.has(targetKey(entry.record_id, other)))
           audits.push(auditOf(entry, kind, entry.record_id, 'link', SYSTEM, { [field]: other }));
     }
   }
 
-  // The links are written last and not waited for here: what the caller does next (building the audit entries'
-  // statement) overlaps with them in Postgres. Statements on one connection run in the order they are issued, and
-  // the first one is issued before this returns (no wait for a statement with nothing to do comes before it).
-  const linksWritten = (async () => {
-    for (const { list, gone, added } of linkChanges.values()) {
-      if (gone.length > 0) await removeLinkPairs(tx, langKey, list.rel, list.side, gone);
-      if (added.length > 0) await insertLinkPairs(tx, langKey, list.rel, list.side, added);
-    }
-  })();
-  // Marked as handled at once; whoever receives it still sees a failure when they wait for it.
-  linksWritten.catch(() => undefined);
   return { audits, used: run.reduce((sum, planned) => sum + planned.units, 0) + linksSeen, linksWritten };
 }

@@ -334,3 +334,50 @@ describe('when a run in turn creates its records', () => {
     ]);
   });
 });
+
+describe('when a run in turn names records of its own kind', () => {
+  it('should take a record an earlier write of the run brought back as existing, not stub it', async () => {
+    // What a run names is looked up before the run is applied only when none is of the run's kind
+    // (run.applier.ts, lookUpNamedAhead): here the lookup must come after R1 is written and marked.
+    const { langKey, origin } = await newLanguage('pv', 'in-turn-own-kind');
+    // R1 is a tombstone: a row outside the serial view until a write brings it back.
+    expect((await env.request('POST', '/api/v1/languages/pv/products', { token, body: { product: { id: 'R1', name: 'Old' } } })).status).toBe(200);
+    expect((await env.request('DELETE', '/api/v1/languages/pv/products/R1', { token })).status).toBe(200);
+    await drainWithWorker(env);
+    const product = (id: string, fields: Record<string, unknown>) => ({
+      kind: 'product' as const,
+      id,
+      fields,
+      times: {},
+      payload: { id, ...fields },
+    });
+    await env.db.transaction(async (tx) => {
+      const writer = await InTurnWriter.open(tx, langKey);
+      const run = [
+        product('R1', { name: 'One', category_ids: ['K1'] }),
+        product('R2', { name: 'Two', relevant_product_ids: ['R1', 'R9'], category_ids: ['K1'] }),
+      ];
+      expect(await writer.writeRun(run, origin)).toBe('applied');
+    });
+    expect(await linksOf(env, 'pv', 'relevant')).toEqual([
+      ['R2', 'R1'],
+      ['R2', 'R9'],
+    ]);
+    const audit = await auditOf(env, 'pv');
+    expect(
+      audit
+        .filter((entry) => entry.kind !== 'language' && entry.request_id === 'in-turn-own-kind')
+        .map(({ record_id, action }) => [record_id, action]),
+    ).toEqual([
+      ['R1', 'create'],
+      ['K1', 'stub'],
+      ['R1', 'link'],
+      ['R2', 'create'],
+      ['R9', 'stub'],
+      ['R2', 'link'],
+      ['R2', 'link'],
+      ['R2', 'link'],
+    ]);
+    expect(await liveIds(env, 'pv', 'product')).toEqual(['R1', 'R2', 'R9']);
+  });
+});
