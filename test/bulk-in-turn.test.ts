@@ -341,7 +341,9 @@ describe('when a run in turn names records of its own kind', () => {
     // (run.applier.ts, lookUpNamedAhead): here the lookup must come after R1 is written and marked.
     const { langKey, origin } = await newLanguage('pv', 'in-turn-own-kind');
     // R1 is a tombstone: a row outside the serial view until a write brings it back.
-    expect((await env.request('POST', '/api/v1/languages/pv/products', { token, body: { product: { id: 'R1', name: 'Old' } } })).status).toBe(200);
+    expect(
+      (await env.request('POST', '/api/v1/languages/pv/products', { token, body: { product: { id: 'R1', name: 'Old' } } })).status,
+    ).toBe(200);
     expect((await env.request('DELETE', '/api/v1/languages/pv/products/R1', { token })).status).toBe(200);
     await drainWithWorker(env);
     const product = (id: string, fields: Record<string, unknown>) => ({
