@@ -125,10 +125,10 @@ export interface NamedAhead {
  * applying the run changes its own kind's records alone, and nobody else
  * changes the serial view while this transaction holds the language's
  * applier lock, so the answer is the one applyRun's own lookup would get,
- * whichever of the write and the lookup Postgres runs first. (A row an API write inserts meanwhile is caught by
- * insertStubsMany's conflict, as it is after applyRun's own lookup.) The
- * caller passes it to applyRun for that run, or waits for it before its
- * transaction (or savepoint) ends.
+ * whichever of the write and the lookup Postgres runs first. (A row an API
+ * write inserts meanwhile is caught by insertStubsMany's conflict, as it is
+ * after applyRun's own lookup.) The caller passes it to applyRun for that
+ * run, or waits for it before its transaction (or savepoint) ends.
  */
 export function lookUpNamedAhead(tx: Tx, run: readonly Planned[]): NamedAhead | undefined {
   const kind = run[0]?.entry.kind;
