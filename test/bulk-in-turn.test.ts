@@ -222,13 +222,15 @@ async function newLanguage(id: string, requestId: string) {
   return { langKey, origin: { accountId, languageId: id, actor: 'bulk-test', requestId } };
 }
 
+/** A record write as a bulk line makes it: the payload sent, its fields without the id. */
+function write(kind: 'product' | 'variant', payload: Record<string, unknown>) {
+  const { id, ...fields } = payload;
+  return { kind, id: id as string, fields, times: {}, payload };
+}
+
 describe('when a run in turn creates its records', () => {
   it('should write each of them once, with its serial view, and audit their creation', async () => {
     const { langKey, origin } = await newLanguage('pt', 'in-turn-created');
-    const write = (kind: 'product' | 'variant', payload: Record<string, unknown>) => {
-      const { id, ...fields } = payload;
-      return { kind, id: id as string, fields, times: {}, payload };
-    };
     const statements = await env.db.transaction(async (tx) => {
       // This connection's work on the records table: its counts may include earlier transactions not reported yet, so
       // what this one did is the difference.
@@ -288,13 +290,7 @@ describe('when a run in turn creates its records', () => {
 
   it('should not read the links of the records it creates, which have none, and replace those of records it updates', async () => {
     const { langKey, origin } = await newLanguage('pu', 'in-turn-links');
-    const product = (id: string, categoryIds: string[]) => ({
-      kind: 'product' as const,
-      id,
-      fields: { name: id, category_ids: categoryIds },
-      times: {},
-      payload: { id, name: id, category_ids: categoryIds },
-    });
+    const product = (id: string, categoryIds: string[]) => write('product', { id, name: id, category_ids: categoryIds });
     const reads = await env.db.transaction(async (tx) => {
       // Scans of the links table by this transaction, as a difference (the view may hold earlier transactions' counts).
       const scans = () =>
@@ -346,13 +342,7 @@ describe('when a run in turn names records of its own kind', () => {
     ).toBe(200);
     expect((await env.request('DELETE', '/api/v1/languages/pv/products/R1', { token })).status).toBe(200);
     await drainWithWorker(env);
-    const product = (id: string, fields: Record<string, unknown>) => ({
-      kind: 'product' as const,
-      id,
-      fields,
-      times: {},
-      payload: { id, ...fields },
-    });
+    const product = (id: string, fields: Record<string, unknown>) => write('product', { id, ...fields });
     await env.db.transaction(async (tx) => {
       const writer = await InTurnWriter.open(tx, langKey);
       const run = [
