@@ -1,4 +1,4 @@
-import { type CommonQueryMethods, type DatabaseTransactionConnection, sql } from 'slonik';
+import { type CommonQueryMethods, type DatabasePool, type DatabaseTransactionConnection, sql } from 'slonik';
 import { z } from 'zod';
 
 /*
@@ -26,11 +26,14 @@ export async function holdLanguageExclusively(tx: DatabaseTransactionConnection,
 /**
  * Waits until every writer of the language that was in flight when this was
  * called has committed or aborted (the exclusive lock, taken and let go).
+ *
+ * One statement in a transaction of its own (a pool, never a transaction):
+ * Postgres lets the lock go as soon as it is granted. Taken in BEGIN ... COMMIT,
+ * it stayed held until the worker's COMMIT came back, and every writer of the
+ * language queued behind it waited for that round trip through the worker too.
  */
-export async function waitForLanguageWriters(db: CommonQueryMethods, langKey: number): Promise<void> {
-  await db.transaction(async (tx) => {
-    await holdLanguageExclusively(tx, langKey);
-  });
+export async function waitForLanguageWriters(db: DatabasePool, langKey: number): Promise<void> {
+  await db.query(sql.unsafe`SELECT sync_lock_language_exclusive(${langKey})`);
 }
 
 /** One applier per language at a time; held until the batch transaction ends. */
