@@ -18,9 +18,12 @@ export async function holdLanguageForWrite(tx: DatabaseTransactionConnection, la
   await tx.query(sql.unsafe`SELECT sync_lock_language_shared(${langKey})`);
 }
 
+/** The language's lock, exclusive: held to the end of the transaction the statement runs in. */
+const lockLanguageExclusively = (langKey: number) => sql.unsafe`SELECT sync_lock_language_exclusive(${langKey})`;
+
 /** Holds the language exclusively until commit: no writer of it is in flight (a language delete). */
 export async function holdLanguageExclusively(tx: DatabaseTransactionConnection, langKey: number): Promise<void> {
-  await tx.query(sql.unsafe`SELECT sync_lock_language_exclusive(${langKey})`);
+  await tx.query(lockLanguageExclusively(langKey));
 }
 
 /**
@@ -33,7 +36,7 @@ export async function holdLanguageExclusively(tx: DatabaseTransactionConnection,
  * language queued behind it waited for that round trip through the worker too.
  */
 export async function waitForLanguageWriters(db: DatabasePool, langKey: number): Promise<void> {
-  await db.query(sql.unsafe`SELECT sync_lock_language_exclusive(${langKey})`);
+  await db.query(lockLanguageExclusively(langKey));
 }
 
 /** One applier per language at a time; held until the batch transaction ends. */
