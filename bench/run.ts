@@ -270,21 +270,23 @@ async function main() {
     const floor = start('bench/floor-server.ts', [String(floorPort), databaseUrl], {});
     await waitFor(`http://127.0.0.1:${floorPort}/`);
     const body = JSON.stringify({ product: { id: '[<id>]', name: 'Bench product', price: 9.99, category_ids: ['c1', 'c2', 'c3'] } });
+    const floorUrl = `http://127.0.0.1:${floorPort}/`;
     const floorLoad = { connections: 32, method: 'POST' as const, body, headers: { 'content-type': 'application/json' } };
     log(`single writes: floor, ${WARMUP_S}s of warm-up, then ${DURATION_S}s at 32 connections`);
-    await warmUp(`http://127.0.0.1:${floorPort}/`, floorLoad);
+    await warmUp(floorUrl, floorLoad);
     const floorWatch = await CpuWatch.start({ floor: floor.pid }, databaseUrl);
-    const floorResult = await load(`http://127.0.0.1:${floorPort}/`, { ...floorLoad, duration: DURATION_S });
+    const floorResult = await load(floorUrl, { ...floorLoad, duration: DURATION_S });
     const floorCost = await floorWatch.stop();
     floor.kill('SIGTERM');
 
+    const serviceUrl = `${base}/api/v1/languages/bench/products`;
     const serviceLoad = { connections: 32, method: 'POST' as const, body, headers: auth };
     log(`single writes: service, ${WARMUP_S}s of warm-up, then ${DURATION_S}s at 32 connections`);
-    await warmUp(`${base}/api/v1/languages/bench/products`, serviceLoad);
+    await warmUp(serviceUrl, serviceLoad);
     // The warm-up's changes are applied before the measured run, so its cost and catch-up are its own.
     await drainTime(120);
     const watch = await CpuWatch.start({ api: api.pid, worker: worker.pid }, databaseUrl);
-    const ours = await load(`${base}/api/v1/languages/bench/products`, { ...serviceLoad, duration: DURATION_S });
+    const ours = await load(serviceUrl, { ...serviceLoad, duration: DURATION_S });
     const backlog = await pending();
     const catchUp = await drainTime(120);
     const cost = await watch.stop();
@@ -551,6 +553,7 @@ async function main() {
     // scans of the links skip the table), so the reads measure reads, not an autovacuum catching up under them.
     await psql('VACUUM ANALYZE records, links');
     const readAuth = { authorization: auth.authorization };
+    const readLoad = { connections: 8, headers: readAuth };
     for (const [name, url, target] of [
       ['page_1', `${base}/api/v2/languages/bulk/products?page=1&per_page=250`, 20],
       ['page_1000', `${base}/api/v2/languages/bulk/products?page=1000&per_page=250`, 100],
@@ -562,9 +565,9 @@ async function main() {
         continue;
       }
       log(`reads: ${name}, ${WARMUP_S}s of warm-up, then ${READ_DURATION_S}s at 8 connections`);
-      await warmUp(url, { connections: 8, headers: readAuth });
+      await warmUp(url, readLoad);
       const watch = await CpuWatch.start({ api: api.pid }, databaseUrl);
-      const result = await load(url, { connections: 8, duration: READ_DURATION_S, headers: readAuth });
+      const result = await load(url, { ...readLoad, duration: READ_DURATION_S });
       const cost = await watch.stop();
       record(`reads.${name}`, {
         warmup_s: WARMUP_S,
