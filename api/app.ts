@@ -53,6 +53,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     db: deps.db,
     copyPool: deps.copyPool,
     writePool: deps.writer.pool,
+    writerStats: deps.writer.stats,
     readPool: deps.reader.pool,
     queues: deps.queues,
     logger: deps.logger,

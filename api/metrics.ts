@@ -13,6 +13,7 @@ import {
   slonikPoolUsage,
 } from '../platform/metrics.js';
 import { anchorStats } from '../reads/list-anchors.js';
+import type { WriterStats } from '../sync/prepared-write.js';
 import { outboxCounts } from '../sync/status.repository.js';
 
 /** The outbox backlog: accepted changes whose effects are not applied yet, and changes set aside as failed. */
@@ -40,6 +41,7 @@ export interface ApiMetricsSources {
   db: Database;
   copyPool: Pool;
   writePool: Pool;
+  writerStats: WriterStats;
   readPool: Pool;
   queues: Queue[];
   logger: Logger;
@@ -74,9 +76,32 @@ export function registerAnchorMetrics(registry: Registry, db: Database): void {
   });
 }
 
+/** Single writes, and the statements that carried them (sync/prepared-write.ts): more writes than statements is writes sent together. */
+export function registerWriterMetrics(registry: Registry, stats: WriterStats): void {
+  new Counter({
+    name: 'sync_single_writes_total',
+    help: 'Single writes of records this API process sent to Postgres',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(stats.writes);
+    },
+  });
+  new Counter({
+    name: 'sync_single_write_statements_total',
+    help: 'Statements that carried the single writes: one per write sent alone, one per writes sent together',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(stats.statements);
+    },
+  });
+}
+
 /** Everything the API's /metrics shows, in a registry of this app's own. */
-export function createApiMetrics({ db, copyPool, writePool, readPool, queues, logger }: ApiMetricsSources) {
+export function createApiMetrics({ db, copyPool, writePool, writerStats, readPool, queues, logger }: ApiMetricsSources) {
   const registry = createMetricsRegistry('api');
+  registerWriterMetrics(registry, writerStats);
   registerQueueMetrics(registry, queues, logger);
   registerOutboxMetrics(registry, db, logger);
   registerAnchorMetrics(registry, db);

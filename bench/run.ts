@@ -226,6 +226,11 @@ async function main() {
   const api = start('bin/api.ts', [], { ...common, PORT: String(apiPort) }, true);
   const workerMetricsPort = await freePort();
   const worker = start('bin/worker.ts', [], { ...common, WORKER_CONCURRENCY: '4', WORKER_METRICS_PORT: String(workerMetricsPort) }, true);
+  /** The API's single writes and the statements that carried them, so far (sync/prepared-write.ts). */
+  const writeStatements = async () => {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    return { writes: sample(text, 'sync_single_writes_total') ?? 0, statements: sample(text, 'sync_single_write_statements_total') ?? 0 };
+  };
   /** The worker's metrics text (sync_changes_applied_total: who applied the changes). */
   const workerMetrics = async () => (await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`)).text();
   const base = `http://127.0.0.1:${apiPort}`;
@@ -285,8 +290,10 @@ async function main() {
     await warmUp(serviceUrl, serviceLoad);
     // The warm-up's changes are applied before the measured run, so its cost and catch-up are its own.
     await drainTime(120);
+    const statementsBefore = await writeStatements();
     const watch = await CpuWatch.start({ api: api.pid, worker: worker.pid }, databaseUrl);
     const ours = await load(serviceUrl, { ...serviceLoad, duration: DURATION_S });
+    const statementsAfter = await writeStatements();
     const backlog = await pending();
     const catchUp = await drainTime(120);
     const cost = await watch.stop();
@@ -301,6 +308,12 @@ async function main() {
       floor_p99_ms: floorResult.p99_ms,
       p99_ratio: Number((ours.p99_ms / Math.max(floorResult.p99_ms, 1)).toFixed(2)),
       non_2xx: ours.non_2xx,
+      writes_per_statement: Number(
+        (
+          (statementsAfter.writes - statementsBefore.writes) /
+          Math.max(statementsAfter.statements - statementsBefore.statements, 1)
+        ).toFixed(2),
+      ),
       api_cpu_us: perUnit(cost.cpu['api'], ours.requests),
       floor_cpu_us: perUnit(floorCost.cpu['floor'], floorResult.requests),
       api_syscalls_per_write: perCall(cost.syscalls['api'], ours.requests),
@@ -633,6 +646,7 @@ function table(): string {
       floorCpu ? (apiCpu / floorCpu).toFixed(2) : '',
       '<= 2',
     );
+    row('single writes per statement', value('writes.writes_per_statement'));
     row('API system calls per write', value('writes.api_syscalls_per_write'), value('writes.floor_syscalls_per_write'));
     row('Postgres CPU µs per write', value('writes.pg_cpu_us'), value('writes.floor_pg_cpu_us'));
     row('Postgres background CPU µs per write', value('writes.pg_background_cpu_us'), value('writes.floor_pg_background_cpu_us'));

@@ -78,3 +78,33 @@ BEGIN
   END LOOP;
 END
 $$;
+
+-- Single writes that arrived together (sync/prepared-write.ts), in one
+-- statement and one transaction: each is write_record, in the order given,
+-- and answers with its position in `p_writes` (a JSON array of objects with
+-- write_record's arguments under the keys below). They commit together,
+-- so a write is acknowledged only with the others; a refusal of one refuses
+-- all, and the caller then sends each alone.
+CREATE OR REPLACE FUNCTION write_record_many(p_writes jsonb)
+RETURNS TABLE (ord integer, status text, id text, data jsonb, created_at timestamptz, updated_at timestamptz, seq bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  w record;
+  i integer := 0;
+BEGIN
+  FOR w IN
+    SELECT * FROM jsonb_to_recordset(p_writes) AS x(
+      lang_key bigint, kind text, record_id text, fields jsonb, created_at timestamptz, updated_at timestamptz,
+      account_id bigint, language_id text, payload jsonb, actor text, request_id text
+    )
+  LOOP
+    i := i + 1;
+    RETURN QUERY
+      SELECT i, r.status, r.id, r.data, r.created_at, r.updated_at, r.seq
+      FROM write_record(
+        w.lang_key, w.kind, w.record_id, w.fields, w.created_at, w.updated_at,
+        w.account_id, w.language_id, w.payload, w.actor, w.request_id
+      ) AS r;
+  END LOOP;
+END
+$$;
