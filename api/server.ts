@@ -27,7 +27,7 @@ const DRAIN_TIMEOUT_MS = 15_000;
 /** Starts the HTTP API; `close()` stops accepting connections, lets in-flight requests finish and closes the pools. */
 export async function startApi(config: Config, logger: Logger = createLogger(config.LOG_LEVEL, 'api')): Promise<RunningApi> {
   const db = await createDatabase(config.DATABASE_URL, { maximumPoolSize: 10 });
-  // Single writes have a pool of their own: one prepared statement per write (sync/prepared-write.ts).
+  // Single writes have a pool of their own: one prepared statement per write, or per writes that meet (sync/prepared-write.ts).
   const writer = new PreparedWriter({ connectionString: config.DATABASE_URL, max: 10, statementTimeoutMs: 30_000 });
   writer.pool.on('error', (error) => logger.warn({ err: error.message }, 'write pool error'));
   // v2 list pages too: their statement prepared once per connection, with a generic plan (reads/prepared-read.ts).

@@ -81,6 +81,7 @@ export interface WriterStats {
 export class PreparedWriter {
   readonly pool: pg.Pool;
   readonly stats: WriterStats = { writes: 0, statements: 0 };
+  /** Statements out at once: the pool's connections. Writes that come while all are busy wait here, and go together. */
   private readonly maxInFlight: number;
   private readonly maxBatch: number;
   private waiting: PendingWrite[] = [];
