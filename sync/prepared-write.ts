@@ -15,12 +15,12 @@ import type { ChangeOrigin, RecordTimes, WrittenRecord } from './write.repositor
  *   logger, tracing spans, interceptors and a zod parse of the row, which
  *   together cost the API more CPU than the rest of a write (measured with
  *   `npm run bench`: see docs/decisions.md, "Hot paths");
- * - writes that arrive together go together: the writes the API reaches in
- *   one turn of its event loop (the requests of one socket read, those a
- *   Redis reply to their limit checks let go on), and those that come while
- *   every connection of the pool is busy, go in one statement
- *   (write_record_many): one round trip, one transaction and one commit for
- *   many writes. A lone write goes after the turn it came in; nothing waits
+ * - writes that arrive together go together: the writes of one language the
+ *   API reaches in one turn of its event loop (the requests of one socket
+ *   read, those a Redis reply to their limit checks let go on), and those
+ *   that come while every connection of the pool is busy, go in one
+ *   statement (write_record_many): one round trip, one transaction and one
+ *   commit for many writes. A lone write goes after the turn it came in; nothing waits
  *   for a batch to fill. Why the result is the same as sending each alone:
  *   docs/consistency.md, "Single writes sent together".
  *
@@ -134,14 +134,30 @@ export class PreparedWriter {
 
   private sendWaiting(): void {
     while (this.waiting.length > 0 && this.inFlight < this.maxInFlight) {
-      const batch = this.waiting.length <= this.maxBatch ? this.waiting : this.waiting.slice(0, this.maxBatch);
-      this.waiting = batch === this.waiting ? [] : this.waiting.slice(this.maxBatch);
+      const batch = this.takeBatch();
       this.inFlight += 1;
       void this.send(batch).finally(() => {
         this.inFlight -= 1;
         this.scheduleSend();
       });
     }
+  }
+
+  /**
+   * The oldest waiting write and the writes of its language that wait with it. A statement carries one language's
+   * writes only: a write waits for its own language's locks (a writer holding a record, the horizon's exclusive
+   * request), which another shop's writes must not wait for with it.
+   */
+  private takeBatch(): PendingWrite[] {
+    const langKey = this.waiting[0]!.langKey;
+    const batch: PendingWrite[] = [];
+    const rest: PendingWrite[] = [];
+    for (const write of this.waiting) {
+      if (write.langKey === langKey && batch.length < this.maxBatch) batch.push(write);
+      else rest.push(write);
+    }
+    this.waiting = rest;
+    return batch;
   }
 
   /** Settles every write of `batch`; never rejects. */
@@ -151,7 +167,7 @@ export class PreparedWriter {
       return;
     }
     // One order for every batch, so that two batches writing the same records lock their rows in the same order
-    // (and cannot deadlock on them); and languages in one order, as their shared locks are taken in it.
+    // (and cannot deadlock on them).
     batch.sort(byLockOrder);
     let rows: (WriteRow & { ord: number })[];
     try {
@@ -181,8 +197,7 @@ export class PreparedWriter {
   }
 }
 
-const byLockOrder = (a: WriteArguments, b: WriteArguments): number =>
-  a.langKey - b.langKey || compare(a.kind, b.kind) || compare(a.id, b.id);
+const byLockOrder = (a: WriteArguments, b: WriteArguments): number => compare(a.kind, b.kind) || compare(a.id, b.id);
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 const writtenOf = (row: WriteRow | undefined): WrittenRecord | null =>

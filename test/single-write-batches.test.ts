@@ -27,7 +27,7 @@ const langKeyOf = (id: string) =>
 beforeAll(async () => {
   env = await startEnvironment({ worker: false });
   token = await env.token();
-  for (const id of ['nl', 'gone']) {
+  for (const id of ['nl', 'de', 'gone']) {
     await env.request('POST', '/api/v1/languages', { token, body: { language: { id, name: id, code: 'nl' } } });
   }
   langKey = await langKeyOf('nl');
@@ -112,19 +112,37 @@ describe('when Postgres refuses one write of a statement', () => {
   });
 });
 
-describe('when one write of a statement is for a language deleted since', () => {
-  it('should answer that write as gone and store the others', async () => {
+describe('when writes of two languages arrive in one turn', () => {
+  it('should send each language its own statement', async () => {
+    const deKey = await langKeyOf('de');
+    const statements = writer.stats.statements;
+    const written = await Promise.all([
+      write('nl-1', { name: 'nl one' }),
+      write('de-1', { name: 'de one' }, deKey),
+      write('nl-2', { name: 'nl two' }),
+      write('de-2', { name: 'de two' }, deKey),
+    ]);
+
+    expect(writer.stats.statements - statements).toBe(2);
+    expect(written.map((record) => record?.id)).toEqual(['nl-1', 'de-1', 'nl-2', 'de-2']);
+    expect((await stored(['nl-1', 'nl-2'])).map((row) => row.id)).toEqual(['nl-1', 'nl-2']);
+  });
+});
+
+describe('when a write is for a language deleted since', () => {
+  it('should answer it as gone, and the writes beside it as written', async () => {
     const goneKey = await langKeyOf('gone');
     expect((await env.request('DELETE', '/api/v1/languages/gone', { token })).status).toBe(200);
     const statements = writer.stats.statements;
-    const [before, gone, after] = await Promise.all([
+    const [before, gone, alsoGone, after] = await Promise.all([
       write('beside-gone-1', { name: 'one' }),
-      write('in-gone', { name: 'lost' }, goneKey),
+      write('in-gone-1', { name: 'lost' }, goneKey),
+      write('in-gone-2', { name: 'lost too' }, goneKey),
       write('beside-gone-2', { name: 'two' }),
     ]);
 
-    expect(writer.stats.statements - statements).toBe(1);
-    expect(gone).toBeNull();
+    expect(writer.stats.statements - statements).toBe(2);
+    expect([gone, alsoGone]).toEqual([null, null]);
     expect([before?.id, after?.id]).toEqual(['beside-gone-1', 'beside-gone-2']);
     expect((await stored(['beside-gone-1', 'beside-gone-2'])).length).toBe(2);
   });
