@@ -226,14 +226,14 @@ async function main() {
   const api = start('bin/api.ts', [], { ...common, PORT: String(apiPort) }, true);
   const workerMetricsPort = await freePort();
   const worker = start('bin/worker.ts', [], { ...common, WORKER_CONCURRENCY: '4', WORKER_METRICS_PORT: String(workerMetricsPort) }, true);
+  /** The worker's metrics text (sync_changes_applied_total: who applied the changes). */
+  const workerMetrics = async () => (await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`)).text();
+  const base = `http://127.0.0.1:${apiPort}`;
   /** The API's single writes and the statements that carried them, so far (sync/prepared-write.ts). */
   const writeStatements = async () => {
     const text = await (await fetch(`${base}/metrics`)).text();
     return { writes: sample(text, 'sync_single_writes_total') ?? 0, statements: sample(text, 'sync_single_write_statements_total') ?? 0 };
   };
-  /** The worker's metrics text (sync_changes_applied_total: who applied the changes). */
-  const workerMetrics = async () => (await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`)).text();
-  const base = `http://127.0.0.1:${apiPort}`;
   await waitFor(`${base}/healthz`);
   const token = (
     (await (

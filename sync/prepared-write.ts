@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { compareKeys } from '../catalogue/key-order.js';
 import type { StoredKind } from '../catalogue/record-kinds.js';
 import { createStatementPool, type StatementPoolOptions } from '../platform/statement-pool.js';
 import type { ChangeOrigin, RecordTimes, WrittenRecord } from './write.repository.js';
@@ -20,9 +21,9 @@ import type { ChangeOrigin, RecordTimes, WrittenRecord } from './write.repositor
  *   read, those a Redis reply to their limit checks let go on), and those
  *   that come while every connection of the pool is busy, go in one
  *   statement (write_record_many): one round trip, one transaction and one
- *   commit for many writes. A lone write goes after the turn it came in; nothing waits
- *   for a batch to fill. Why the result is the same as sending each alone:
- *   docs/consistency.md, "Single writes sent together".
+ *   commit for many writes. A lone write goes after the turn it came in;
+ *   nothing waits for a batch to fill. Why the result is the same as sending
+ *   each alone: docs/consistency.md, "Single writes sent together".
  *
  * Inside a transaction (bulk files) writes go through slonik
  * (write.repository.ts `writeRecord`): all of them call the same SQL function.
@@ -66,10 +67,11 @@ interface PendingWrite extends WriteArguments {
   reject(error: unknown): void;
 }
 
-export interface PreparedWriterOptions extends Omit<StatementPoolOptions, 'options'> {
-  /** Writes in one statement at most. */
-  maxBatch?: number;
-}
+/** The single writes' own pool (their connections only). */
+export type PreparedWriterOptions = Omit<StatementPoolOptions, 'options'>;
+
+/** Writes in one statement at most. */
+const MAX_BATCH = 64;
 
 /** Counts since the process started, for /metrics. */
 export interface WriterStats {
@@ -83,15 +85,13 @@ export class PreparedWriter {
   readonly stats: WriterStats = { writes: 0, statements: 0 };
   /** Statements out at once: the pool's connections. Writes that come while all are busy wait here, and go together. */
   private readonly maxInFlight: number;
-  private readonly maxBatch: number;
   private waiting: PendingWrite[] = [];
   private inFlight = 0;
   private sendScheduled = false;
 
-  constructor({ maxBatch = 64, ...options }: PreparedWriterOptions) {
+  constructor(options: PreparedWriterOptions) {
     this.pool = createStatementPool(options);
     this.maxInFlight = options.max;
-    this.maxBatch = Math.max(1, maxBatch);
   }
 
   /**
@@ -153,7 +153,7 @@ export class PreparedWriter {
     const batch: PendingWrite[] = [];
     const rest: PendingWrite[] = [];
     for (const write of this.waiting) {
-      if (write.langKey === langKey && batch.length < this.maxBatch) batch.push(write);
+      if (write.langKey === langKey && batch.length < MAX_BATCH) batch.push(write);
       else rest.push(write);
     }
     this.waiting = rest;
@@ -166,8 +166,9 @@ export class PreparedWriter {
       await this.sendAlone(batch[0]!);
       return;
     }
-    // One order for every batch, so that two batches writing the same records lock their rows in the same order
-    // (and cannot deadlock on them).
+    // One order for every batch (the records index's own, byte order), so that two batches writing the same records
+    // lock their rows in the same order and cannot deadlock on them. The sort is stable: one record's writes keep
+    // the order they came in.
     batch.sort(byLockOrder);
     let rows: (WriteRow & { ord: number })[];
     try {
@@ -197,8 +198,7 @@ export class PreparedWriter {
   }
 }
 
-const byLockOrder = (a: WriteArguments, b: WriteArguments): number => compare(a.kind, b.kind) || compare(a.id, b.id);
-const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const byLockOrder = (a: WriteArguments, b: WriteArguments): number => compareKeys(a.kind, b.kind) || compareKeys(a.id, b.id);
 
 const writtenOf = (row: WriteRow | undefined): WrittenRecord | null =>
   row?.status === 'written' ? { id: row.id, data: row.data, created_at: row.created_at, updated_at: row.updated_at, seq: row.seq } : null;
