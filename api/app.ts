@@ -55,6 +55,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     writePool: deps.writer.pool,
     writerStats: deps.writer.stats,
     readPool: deps.reader.pool,
+    pages: deps.reader.pages,
     queues: deps.queues,
     logger: deps.logger,
   });

@@ -13,6 +13,7 @@ import {
   slonikPoolUsage,
 } from '../platform/metrics.js';
 import { anchorStats } from '../reads/list-anchors.js';
+import type { ListPageCache } from '../reads/list-page-cache.js';
 import type { WriterStats } from '../sync/prepared-write.js';
 import { outboxCounts } from '../sync/status.repository.js';
 
@@ -43,6 +44,7 @@ export interface ApiMetricsSources {
   writePool: Pool;
   writerStats: WriterStats;
   readPool: Pool;
+  pages: ListPageCache;
   queues: Queue[];
   logger: Logger;
 }
@@ -98,10 +100,33 @@ export function registerWriterMetrics(registry: Registry, stats: WriterStats): v
   });
 }
 
+/** v2 list pages: read, read again because their language changed, or answered as kept (reads/list-page-cache.ts). */
+export function registerPageCacheMetrics(registry: Registry, pages: ListPageCache): void {
+  new Counter({
+    name: 'sync_list_pages_total',
+    help: 'v2 list pages this API process answered, by source: read (none kept), stale (kept, but its language was written since), reused (kept and unchanged)',
+    labelNames: ['source'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const source of ['read', 'stale', 'reused'] as const) this.inc({ source }, pages.stats[source]);
+    },
+  });
+  new Gauge({
+    name: 'sync_list_page_cache_bytes',
+    help: 'Bytes of v2 list pages kept by this API process to answer again (LIST_PAGE_CACHE_MB bounds it)',
+    registers: [registry],
+    collect() {
+      this.set(pages.size.bytes);
+    },
+  });
+}
+
 /** Everything the API's /metrics shows, in a registry of this app's own. */
-export function createApiMetrics({ db, copyPool, writePool, writerStats, readPool, queues, logger }: ApiMetricsSources) {
+export function createApiMetrics({ db, copyPool, writePool, writerStats, readPool, pages, queues, logger }: ApiMetricsSources) {
   const registry = createMetricsRegistry('api');
   registerWriterMetrics(registry, writerStats);
+  registerPageCacheMetrics(registry, pages);
   registerQueueMetrics(registry, queues, logger);
   registerOutboxMetrics(registry, db, logger);
   registerAnchorMetrics(registry, db);

@@ -31,7 +31,12 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   const writer = new PreparedWriter({ connectionString: config.DATABASE_URL, max: 10, statementTimeoutMs: 30_000 });
   writer.pool.on('error', (error) => logger.warn({ err: error.message }, 'write pool error'));
   // v2 list pages too: their statement prepared once per connection, with a generic plan (reads/prepared-read.ts).
-  const reader = new PreparedReader({ connectionString: config.DATABASE_URL, max: 10, statementTimeoutMs: 30_000 });
+  const reader = new PreparedReader({
+    connectionString: config.DATABASE_URL,
+    max: 10,
+    statementTimeoutMs: 30_000,
+    pageCacheBytes: config.LIST_PAGE_CACHE_MB * 1024 * 1024,
+  });
   reader.pool.on('error', (error) => logger.warn({ err: error.message }, 'read pool error'));
   const redis = createRedis(config.REDIS_URL, 'producer');
   redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));

@@ -90,6 +90,9 @@ const environmentSchema = z.object({
   BULK_IDLE_TIMEOUT_MS: integer(30_000, 100, 3_600_000),
   // Largest bulk file, counted after decoding (a gzip body is limited by what it unpacks to); larger is a 413.
   BULK_MAX_BYTES: integer(1024 ** 3, 1, 1024 ** 4),
+  // Room in each API process for v2 list pages answered again while their language is unchanged
+  // (reads/list-page-cache.ts), in MiB; 0 reads every page.
+  LIST_PAGE_CACHE_MB: integer(64, 0, 65_536),
   QUEUE_PREFIX: optionalString.transform((value) => value ?? 'sync'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])

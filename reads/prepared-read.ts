@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { QuerySqlToken } from 'slonik';
 import type { z } from 'zod';
 import { createStatementPool, type StatementPoolOptions } from '../platform/statement-pool.js';
+import { ListPageCache } from './list-page-cache.js';
 
 /*
  * The v2 list statement (read.repository.ts `listStatement`) sent through
@@ -35,22 +36,28 @@ import { createStatementPool, type StatementPoolOptions } from '../platform/stat
 const MAX_NAMES = 1_000;
 
 /** The list pages' own pool (their connections only); its sessions' settings are this file's. */
-export type PreparedReaderOptions = Omit<StatementPoolOptions, 'options' | 'applicationName'>;
+export type PreparedReaderOptions = Omit<StatementPoolOptions, 'options' | 'applicationName'> & {
+  /** Room for pages served again while unchanged (list-page-cache.ts); 0 or absent keeps none. */
+  pageCacheBytes?: number;
+};
 
 /** v2 list pages, one prepared statement per statement shape, on a pool of their own. */
 export class PreparedReader {
   readonly pool: pg.Pool;
+  /** List pages kept, keyed by their statement's name and values. */
+  readonly pages: ListPageCache;
   private readonly names = new Map<string, string>();
 
-  constructor(options: PreparedReaderOptions) {
+  constructor({ pageCacheBytes = 0, ...options }: PreparedReaderOptions) {
     this.pool = createStatementPool({
       ...options,
       options: '-c plan_cache_mode=force_generic_plan -c jit=off',
     });
+    this.pages = new ListPageCache(this.pool, pageCacheBytes);
   }
 
   /** The statement's name: the same text always gets the same name, so each connection prepares it once. */
-  private nameOf(text: string): string {
+  nameOf(text: string): string {
     let name = this.names.get(text);
     if (!name) {
       if (this.names.size >= MAX_NAMES) this.names.clear();

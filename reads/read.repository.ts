@@ -208,6 +208,8 @@ const listRow = z.object({
   more: z.boolean(),
   /** With an `anchor` position: whether the anchor was still valid (and used). */
   anchor_valid: z.boolean(),
+  /** The snapshot the statement read in: a page kept is reused while nothing was written since (list-page-cache.ts). */
+  snapshot: z.string(),
 });
 export type ListPage = z.infer<typeof listRow>;
 
@@ -242,10 +244,16 @@ const after = (key: ListKey, prefix?: string) => {
  * from its links and sorted instead. Every branch but the chosen one gets
  * LIMIT 0, so it reads nothing.
  */
-export async function listPage(reader: PreparedReader, langKey: number, request: ListRequest): Promise<ListPage> {
+export async function listPage(
+  reader: PreparedReader,
+  langKey: number,
+  request: ListRequest,
+): Promise<{ page: ListPage; reused: boolean }> {
   const { text, values } = boundStatement(langKey, request);
   // Prepared with a generic plan unless filtered: a filter's selectivity decides the plan (prepared-read.ts).
-  return reader.oneOf(text, values, listRow, !hasFilters(request.filters));
+  const read = () => reader.oneOf(text, values, listRow, !hasFilters(request.filters));
+  // The statement (its text names the structure, the kind and the shape) and its values are the whole page.
+  return reader.pages.page(langKey, `${reader.nameOf(text)} ${JSON.stringify(values)}`, read);
 }
 
 /** listStatement's text (as Postgres takes it) and values, from the statement cached for the request's structure. */
@@ -569,7 +577,8 @@ export function listStatement(langKey: number, request: ListRequest) {
       (SELECT id FROM last) AS last_id,
       CASE WHEN ${keyset} THEN (SELECT count(*) FROM page) > ${request.perPage}::int8
            ELSE (SELECT start + size < total FROM bounds) END AS more,
-      (SELECT valid FROM anchor) AS anchor_valid
+      (SELECT valid FROM anchor) AS anchor_valid,
+      pg_current_snapshot()::text AS snapshot
   `;
 }
 

@@ -27,6 +27,7 @@ import {
   countLanguages,
   foldRecordCount,
   type ItemShape,
+  type ListPage,
   type ListParent,
   type ListScope,
   linkedIds,
@@ -51,8 +52,8 @@ export interface ReadContext {
 
 type Item = Record<string, unknown>;
 
-/** A list response, already serialised: `{"data":[...],"meta":{"current_page","per_page","total"}}`. */
-export type ListJson = string;
+/** A list response, already serialised: `{"data":[...],"meta":{"current_page","per_page","total"}}`, as text or bytes. */
+export type ListJson = string | Buffer;
 
 const fields = (...names: string[]): ItemShape => names.map((field) => ({ key: field, from: 'field', field }));
 const ID: ItemShape = [{ key: 'id', from: 'id' }];
@@ -274,21 +275,37 @@ async function listOf(context: ReadContext, languageId: string, rawQuery: Record
     position,
     ...(spec.parent ? { parent: spec.parent } : {}),
   };
-  const page = await listPage(context.reader, langKey, request);
+  const { page, reused } = await listPage(context.reader, langKey, request);
   if (!page.language_live) {
     // Deleted since it was cached: looked up again, it is gone (404) or created again under a new key.
     forgetLanguageForWrites(context.db, context.accountId, languageId);
     return listOf(context, languageId, rawQuery, spec);
   }
   if (!page.parent_live) throw new RecordNotFoundError(KINDS[spec.parent!.kind].resource);
-  if (page.counter_rows > FOLD_COUNTER_ROWS) foldSoon(context.db, langKey, spec.kind, page.counter_rows);
-  if (deep && !query.cursor) noteDeepRead(context.db, langKey, spec.kind, start, page.total, page.anchor_valid);
-  const next =
-    page.more && page.last_created_at !== null && page.last_id !== null
-      ? encodeCursor({ page: currentPage + 1, after: { created_at: page.last_created_at, id: page.last_id } })
-      : null;
-  return `{"data":${page.data},"meta":{"current_page":${currentPage},"per_page":${query.per_page},"total":${page.total},"next_cursor":${JSON.stringify(next)}}}`;
+  // A page reused as kept read nothing now: the counter and the anchors are looked after by pages read.
+  if (!reused && page.counter_rows > FOLD_COUNTER_ROWS) foldSoon(context.db, langKey, spec.kind, page.counter_rows);
+  if (!reused && deep && !query.cursor) noteDeepRead(context.db, langKey, spec.kind, start, page.total, page.anchor_valid);
+  // A page answered again is answered with the bytes it was answered with: the request is part of its key.
+  let body = answered.get(page);
+  if (!body) {
+    const next =
+      page.more && page.last_created_at !== null && page.last_id !== null
+        ? encodeCursor({ page: currentPage + 1, after: { created_at: page.last_created_at, id: page.last_id } })
+        : null;
+    body = Buffer.from(
+      `{"data":${page.data},"meta":{"current_page":${currentPage},"per_page":${query.per_page},"total":${page.total},"next_cursor":${JSON.stringify(next)}}}`,
+    );
+    answered.set(page, body);
+  }
+  return body;
 }
+
+/**
+ * The response each list page was answered with, for as long as the page is
+ * kept (reads/list-page-cache.ts). A kept page's statement and values include
+ * the page number, its size and its cursor, so its body never differs.
+ */
+const answered = new WeakMap<ListPage, Buffer>();
 
 /** @throws {RecordNotFoundError} "<Resource> not found" when there is no live record with that id. */
 async function requireLiveRecord(db: CommonQueryMethods, langKey: number, kind: StoredKind, id: string): Promise<StoredRecord> {

@@ -12,6 +12,7 @@ import type { PreparedReader } from '../../reads/prepared-read.js';
 import {
   getLanguage,
   getRecord,
+  type ListJson,
   listBrandProducts,
   listCategoryProducts,
   listLanguages,
@@ -74,7 +75,7 @@ export function v2Router({ db, copyPool, verifier, notifier, writer, reader, lim
   const param = (ctx: AppContext, name: string) => ctx.params[name]!;
   const query = (ctx: AppContext) => ({ ...ctx.query }) as Record<string, unknown>;
   /** Lists arrive serialised (their JSON is built by the database). */
-  const sendList = (ctx: AppContext, json: string) => {
+  const sendList = (ctx: AppContext, json: ListJson) => {
     ctx.type = 'application/json';
     ctx.body = json;
   };

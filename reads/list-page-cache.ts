@@ -1,0 +1,122 @@
+import type pg from 'pg';
+
+/*
+ * v2 list pages served again while their language has not changed.
+ *
+ * A page costs Postgres milliseconds (a 250-product page about 2-5 ms of CPU:
+ * its rows, every product's category links, the items' JSON) and the same
+ * page is read again and again: a shop's catalogue changes a few times a
+ * minute, while marketing automation and storefront syncs poll its first
+ * pages. Each page is kept with the snapshot its statement ran in; a request
+ * for the same statement and values asks Postgres, in one small statement,
+ * whether anything its language's lists show was written since that snapshot
+ * (reads/sql/list_unchanged.sql), and if not answers with the kept page. So a
+ * reused page is exactly what the statement would read now: the question is
+ * asked in a snapshot taken after the request came, as the page's own
+ * statement would be. Why the answer is exact: docs/consistency.md, "Pages
+ * served again".
+ *
+ * Per API process, least recently used first out, bounded in bytes.
+ */
+
+/** What a list statement's row must carry to be kept: the snapshot it was read in, and its page. */
+export interface CacheablePage {
+  snapshot: string;
+  data: string;
+}
+
+interface Entry<Page> {
+  page: Page;
+  bytes: number;
+}
+
+export interface ListPageCacheStats {
+  /** Pages read with nothing kept for them. */
+  read: number;
+  /** Pages kept but written since: read again. */
+  stale: number;
+  /** Pages answered from what was kept. */
+  reused: number;
+}
+
+/**
+ * A page's size as kept: its JSON at two bytes a character (V8's widest), the
+ * body it was answered with (read.service.ts keeps it beside the page), and
+ * the rest of the row.
+ */
+const bytesOf = (page: CacheablePage) => page.data.length * 3 + 512;
+
+const UNCHANGED = 'SELECT list_unchanged_since($1::int8, $2::pg_snapshot) AS unchanged';
+
+export class ListPageCache {
+  private readonly entries = new Map<string, Entry<CacheablePage>>();
+  private bytes = 0;
+  readonly stats: ListPageCacheStats = { read: 0, stale: 0, reused: 0 };
+
+  /** `maxBytes` 0 keeps nothing: every page is read. */
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly maxBytes: number,
+  ) {}
+
+  /**
+   * The page `key` names (the statement and its values; it must determine
+   * the page given the language's state), reused when kept and unchanged
+   * since, otherwise read (and kept).
+   */
+  async page<Page extends CacheablePage>(
+    langKey: number,
+    key: string,
+    read: () => Promise<Page>,
+  ): Promise<{ page: Page; reused: boolean }> {
+    if (this.maxBytes === 0) {
+      this.stats.read += 1;
+      return { page: await read(), reused: false };
+    }
+    const kept = this.entries.get(key) as Entry<Page> | undefined;
+    if (kept) {
+      const result = await this.pool.query<{ unchanged: boolean }>({
+        name: 'list_unchanged_since',
+        text: UNCHANGED,
+        values: [langKey, kept.page.snapshot],
+      });
+      if (result.rows[0]?.unchanged) {
+        // Most recently used last: the first entries are the first out.
+        this.entries.delete(key);
+        this.entries.set(key, kept);
+        this.stats.reused += 1;
+        return { page: kept.page, reused: true };
+      }
+      this.stats.stale += 1;
+    } else this.stats.read += 1;
+    const page = await read();
+    this.keep(key, page);
+    return { page, reused: false };
+  }
+
+  private keep(key: string, page: CacheablePage): void {
+    const bytes = bytesOf(page);
+    this.forget(key);
+    // One page that would take more than a quarter of the room would push out everything else for little.
+    if (bytes > this.maxBytes / 4) return;
+    this.entries.set(key, { page, bytes });
+    this.bytes += bytes;
+    for (const [oldest, entry] of this.entries) {
+      if (this.bytes <= this.maxBytes) break;
+      this.entries.delete(oldest);
+      this.bytes -= entry.bytes;
+    }
+  }
+
+  private forget(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    this.bytes -= entry.bytes;
+  }
+
+  /** Pages kept and the bytes they are counted at. */
+  get size(): { pages: number; bytes: number } {
+    return { pages: this.entries.size, bytes: this.bytes };
+  }
+}
