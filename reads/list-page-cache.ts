@@ -16,7 +16,10 @@ import type pg from 'pg';
  * statement would be. Why the answer is exact: docs/consistency.md, "Pages
  * served again".
  *
- * Per API process, least recently used first out, bounded in bytes.
+ * Per API process, least recently used first out, bounded in bytes. A page
+ * is kept the second time it is read, not the first: a client walking a
+ * whole catalogue with `cursor` reads each page once, and keeping those
+ * would push the pages read again and again out of the room.
  */
 
 /** What a list statement's row must carry to be kept: the snapshot it was read in, and its page. */
@@ -48,8 +51,12 @@ const bytesOf = (page: CacheablePage) => page.data.length * 3 + 512;
 
 const UNCHANGED = 'SELECT list_unchanged_since($1::int8, $2::pg_snapshot) AS unchanged';
 
+/** Keys of pages read once and not kept, remembered so that a second read keeps the page; forgotten all at once beyond this. */
+const MAX_SEEN = 10_000;
+
 export class ListPageCache {
   private readonly entries = new Map<string, Entry<CacheablePage>>();
+  private readonly seen = new Set<string>();
   private bytes = 0;
   readonly stats: ListPageCacheStats = { read: 0, stale: 0, reused: 0 };
 
@@ -88,7 +95,14 @@ export class ListPageCache {
         return { page: kept.page, reused: true };
       }
       this.stats.stale += 1;
-    } else this.stats.read += 1;
+    } else {
+      this.stats.read += 1;
+      if (!this.seen.delete(key)) {
+        if (this.seen.size >= MAX_SEEN) this.seen.clear();
+        this.seen.add(key);
+        return { page: await read(), reused: false };
+      }
+    }
     const page = await read();
     this.keep(key, page);
     return { page, reused: false };
@@ -115,7 +129,7 @@ export class ListPageCache {
     this.bytes -= entry.bytes;
   }
 
-  /** Pages kept and the bytes they are counted at. */
+  /** Pages kept and the bytes they are counted at (a page read once is not kept yet). */
   get size(): { pages: number; bytes: number } {
     return { pages: this.entries.size, bytes: this.bytes };
   }
