@@ -44,9 +44,12 @@ interface Layer {
 /** "METHOD /path" of every route the app serves, read from the routers' stacks. */
 function servedOperations(env: TestEnvironment): Set<string> {
   const operations = new Set<string>(MOUNTED);
-  for (const middleware of env.api.app.middleware) {
-    const router = (middleware as { router?: Router }).router;
-    if (!router) continue;
+  // A routing middleware shows its router (routes()) or, when it picks one by the path's prefix, its routers (api/app.ts).
+  const routers = env.api.app.middleware.flatMap((middleware) => {
+    const shown = middleware as { router?: Router; routers?: Router[] };
+    return shown.routers ?? (shown.router ? [shown.router] : []);
+  });
+  for (const router of routers) {
     for (const layer of router.stack as unknown as Layer[]) {
       if (layer.methods.length === 0 || typeof layer.path !== 'string') continue;
       const path = toOpenApiPath(layer.path);
