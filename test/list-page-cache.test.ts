@@ -254,6 +254,33 @@ describe('when the cache is turned off (LIST_PAGE_CACHE_MB=0)', () => {
  */
 const SEED = Number(process.env['MODEL_SEED'] ?? Date.now() % 1_000_000);
 
+describe('when another API process writes to the language of a kept page', () => {
+  let other: RunningApi;
+  beforeAll(async () => {
+    other = await startApi({ ...env.config, PORT: 0 });
+  });
+  afterAll(() => other.close());
+
+  it('should show the write on the next read from this process', async () => {
+    const shop = await openShop(env);
+    await shop.save('product', { id: 'p1', name: 'before' });
+    expect((await readUntilKept(shop, '/products')).reused).toBe(1);
+
+    const written = await httpRequest(
+      `http://127.0.0.1:${other.port}`,
+      'PUT',
+      `/api/v2/languages/${encodeURIComponent(shop.lang)}/products`,
+      {
+        token: shop.token,
+        body: { product: { id: 'p1', name: 'after' } },
+      },
+    );
+    expect(written.status).toBe(200);
+
+    expect(names((await shop.get('/products')).body)).toEqual(['after']);
+  });
+});
+
 describe('when random requests and applier runs come between reads of every list', () => {
   let uncached: RunningApi;
   beforeAll(async () => {
