@@ -117,7 +117,7 @@ export function registerPageCacheMetrics(registry: Registry, pages: ListPageCach
     help: 'Bytes of v2 list pages kept by this API process to answer again (LIST_PAGE_CACHE_MB bounds it)',
     registers: [registry],
     collect() {
-      this.set(pages.size.bytes);
+      this.set(pages.keptBytes);
     },
   });
 }

@@ -229,14 +229,15 @@ async function main() {
   /** The worker's metrics text (sync_changes_applied_total: who applied the changes). */
   const workerMetrics = async () => (await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`)).text();
   const base = `http://127.0.0.1:${apiPort}`;
+  const apiMetrics = async () => (await fetch(`${base}/metrics`)).text();
   /** The API's single writes and the statements that carried them, so far (sync/prepared-write.ts). */
   const writeStatements = async () => {
-    const text = await (await fetch(`${base}/metrics`)).text();
+    const text = await apiMetrics();
     return { writes: sample(text, 'sync_single_writes_total') ?? 0, statements: sample(text, 'sync_single_write_statements_total') ?? 0 };
   };
   /** The API's v2 list pages so far, by how it answered them (reads/list-page-cache.ts). */
   const listPages = async () => {
-    const text = await (await fetch(`${base}/metrics`)).text();
+    const text = await apiMetrics();
     const count = (source: string) => sample(text, 'sync_list_pages_total', { source }) ?? 0;
     return { read: count('read'), stale: count('stale'), reused: count('reused') };
   };

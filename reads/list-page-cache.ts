@@ -28,8 +28,8 @@ export interface CacheablePage {
   data: string;
 }
 
-interface Entry<Page> {
-  page: Page;
+interface Entry {
+  page: CacheablePage;
   bytes: number;
 }
 
@@ -55,7 +55,7 @@ const UNCHANGED = 'SELECT list_unchanged_since($1::int8, $2::pg_snapshot) AS unc
 const MAX_SEEN = 10_000;
 
 export class ListPageCache {
-  private readonly entries = new Map<string, Entry<CacheablePage>>();
+  private readonly entries = new Map<string, Entry>();
   private readonly seen = new Set<string>();
   private bytes = 0;
   readonly stats: ListPageCacheStats = { read: 0, stale: 0, reused: 0 };
@@ -80,7 +80,7 @@ export class ListPageCache {
       this.stats.read += 1;
       return { page: await read(), reused: false };
     }
-    const kept = this.entries.get(key) as Entry<Page> | undefined;
+    const kept = this.entries.get(key);
     if (kept) {
       const result = await this.pool.query<{ unchanged: boolean }>({
         name: 'list_unchanged_since',
@@ -92,7 +92,8 @@ export class ListPageCache {
         this.entries.delete(key);
         this.entries.set(key, kept);
         this.stats.reused += 1;
-        return { page: kept.page, reused: true };
+        // Kept under this key by a read of the same statement, so of the caller's type.
+        return { page: kept.page as Page, reused: true };
       }
       this.stats.stale += 1;
     } else {
@@ -129,8 +130,8 @@ export class ListPageCache {
     this.bytes -= entry.bytes;
   }
 
-  /** Pages kept and the bytes they are counted at (a page read once is not kept yet). */
-  get size(): { pages: number; bytes: number } {
-    return { pages: this.entries.size, bytes: this.bytes };
+  /** The bytes the kept pages are counted at (a page read once is not kept yet). */
+  get keptBytes(): number {
+    return this.bytes;
   }
 }

@@ -40,7 +40,7 @@ async function readUntilKept(shop: Shop, path: string) {
   const before = await pageCounts();
   const second = await shop.get(path);
   const after = await pageCounts();
-  return { first, second, reused: after.reused - before.reused, stale: after.stale - before.stale };
+  return { first, second, reused: after.reused - before.reused };
 }
 
 const names = (body: any) => (body.data as Array<{ name: string }>).map((item) => item.name);
