@@ -31,7 +31,7 @@ export interface AppDependencies {
   db: Database;
   copyPool: pg.Pool;
   redis: Redis;
-  /** The request limiter's own connection, auto-pipelined: the limits of concurrent requests go to Redis in one write. */
+  /** The request limiter's own connection: the limits of one tick's requests go to Redis in one script call. */
   limitsRedis: Redis;
   logger: Logger;
   verifier: TokenVerifier;

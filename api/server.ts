@@ -40,9 +40,8 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   reader.pool.on('error', (error) => logger.warn({ err: error.message }, 'read pool error'));
   const redis = createRedis(config.REDIS_URL, 'producer');
   redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
-  // Every request asks Redis for its account's limit: with auto-pipelining, the requests of one tick share a write
-  // and a read (one round trip per request cost the API about a sixth of its CPU per write, measured by the bench).
-  const limitsRedis = createRedis(config.REDIS_URL, 'producer', { enableAutoPipelining: true });
+  // Every request's limit is counted in Redis, the requests of one tick in one script call (auth/request-limiter.ts).
+  const limitsRedis = createRedis(config.REDIS_URL, 'producer');
   limitsRedis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   const verifier = new TokenVerifier(db, config.DATABASE_URL, logger);
   await verifier.start();
