@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type Rng, rng as random } from '../test/support/scenario.js';
 import { compiledSchema } from './compiled-schema.js';
+import { encodeCursor } from './list-cursor.js';
+import { listQuerySchema, pageQuerySchema, profileListQuerySchema, recordListQuerySchema } from './list-query.schema.js';
 import { idSchema } from './primitives.schema.js';
 import { KINDS, type StoredKind } from './record-kinds.js';
 import { parseOrThrow, toValidationError } from './validation.js';
@@ -141,5 +143,58 @@ describe('when a body is validated by the compiled form of its schema', () => {
 
   it('should give an id sent as a number as its string', () => {
     expect(compiledSchema(idSchema).safeParse(42)).toEqual({ success: true, data: '42' });
+  });
+});
+
+describe('when a list query is validated by the compiled form of its schema', () => {
+  const cursor = encodeCursor({ page: 2, after: { created_at: '2024-01-02T03:04:05.000Z', id: 'p1' } });
+  const QUERIES: Array<Record<string, unknown>> = [
+    {},
+    { page: '1' },
+    { page: '01', per_page: '250' },
+    { page: '0' },
+    { page: '1.0' },
+    { page: '+1' },
+    { page: '' },
+    { page: '1e3' },
+    { page: '9007199254740991' },
+    { page: '9007199254740992' },
+    { page: ['1', '2'] },
+    { per_page: '1' },
+    { per_page: '0' },
+    { per_page: '251' },
+    { created_after: '2024-01-02T03:04:05Z', updated_before: '2024-01-02T03:04:05.123+02:00' },
+    { created_after: '2024-01-02T03:04:05 02:00' },
+    { created_before: '2024-01-02' },
+    { updated_after: 'not a date' },
+    { cursor },
+    { cursor, per_page: '5' },
+    { cursor, page: '2' },
+    { cursor: 'garbage!' },
+    { cursor: '' },
+    { unknown: 'x' },
+    { 'emails[]': 'P@Example.TEST' },
+    { 'emails[]': ['a@x.test', 'A@X.test', 'b@x.test'] },
+    { 'emails[]': 'not an email' },
+    { 'emails[]': Array.from({ length: 251 }, (_, index) => `p${index}@x.test`) },
+  ];
+  it.each([
+    ['record lists', recordListQuerySchema],
+    ['profile lists', profileListQuerySchema],
+    ['lists without a cursor', listQuerySchema],
+    ['lines', pageQuerySchema],
+  ] as const)('should accept exactly the queries of %s that the schema accepts, with the same output', (_, schema) => {
+    let accepted = 0;
+    for (const query of QUERIES) {
+      const expected = schema.safeParse(query);
+      const actual = compiledSchema(schema).safeParse(query);
+      expect({ query, accepted: actual.success }).toEqual({ query, accepted: expected.success });
+      if (expected.success && actual.success) {
+        accepted += 1;
+        expect(JSON.stringify(actual.data)).toBe(JSON.stringify(expected.data));
+      }
+    }
+    expect(accepted).toBeGreaterThan(3);
+    expect(accepted).toBeLessThan(QUERIES.length);
   });
 });
