@@ -3,7 +3,13 @@ import { z } from 'zod';
 import { type Rng, rng as random } from '../test/support/scenario.js';
 import { compiledSchema } from './compiled-schema.js';
 import { encodeCursor } from './list-cursor.js';
-import { listQuerySchema, pageQuerySchema, profileListQuerySchema, recordListQuerySchema } from './list-query.schema.js';
+import {
+  bulkListQuerySchema,
+  listQuerySchema,
+  pageQuerySchema,
+  profileListQuerySchema,
+  recordListQuerySchema,
+} from './list-query.schema.js';
 import { idSchema } from './primitives.schema.js';
 import { KINDS, type StoredKind } from './record-kinds.js';
 import { parseOrThrow, toValidationError } from './validation.js';
@@ -183,6 +189,7 @@ describe('when a list query is validated by the compiled form of its schema', ()
     ['profile lists', profileListQuerySchema],
     ['lists without a cursor', listQuerySchema],
     ['lines', pageQuerySchema],
+    ['bulk jobs', bulkListQuerySchema],
   ] as const)('should accept exactly the queries of %s that the schema accepts, with the same output', (_, schema) => {
     let accepted = 0;
     for (const query of QUERIES) {
