@@ -120,7 +120,8 @@ const MAX_BLOCKED_KEYS = 10_000;
  */
 export class RequestLimiter {
   private readonly redis: CountingRedis;
-  private readonly policies = new Map<string, string>();
+  /** Where this deployment's request counters live (`{prefix}:limit`). */
+  private readonly space: string;
   /** Keys whose window is known spent, and until when (epoch ms). */
   private readonly blocked = new Map<string, number>();
   private pending: Check[] = [];
@@ -139,14 +140,14 @@ export class RequestLimiter {
   ) {
     redis.defineCommand('countLimitWindows', { lua: COUNT_WINDOWS_LUA });
     this.redis = redis as CountingRedis;
+    this.space = limitKeySpaces(options.prefix).requests;
   }
 
   /** Counts one request of `accountId`; null when Redis could not be asked (the request goes on, unlimited). */
   async consume(accountId: number, limit: RequestLimit | null): Promise<LimitVerdict | null> {
     const applied = limit ?? this.options.defaults;
-    const space = limitKeySpaces(this.options.prefix).requests;
-    const steadyKey = `${space}:rps:${accountId}`;
-    const burstKey = `${space}:burst:${accountId}`;
+    const steadyKey = `${this.space}:rps:${accountId}`;
+    const burstKey = `${this.space}:burst:${accountId}`;
     const now = Date.now();
     const steadyBlockedMs = this.blockedMs(steadyKey, now);
     if (steadyBlockedMs > 0) {
@@ -223,27 +224,15 @@ export class RequestLimiter {
     return this.verdict(limit, false, 0, ms);
   }
 
-  private verdict(limit: RequestLimit, allowed: boolean, remaining: number, ms: number): LimitVerdict {
+  private verdict({ rps, burst }: RequestLimit, allowed: boolean, remaining: number, ms: number): LimitVerdict {
     return {
       allowed,
-      limit: limit.rps,
-      burst: limit.burst,
+      limit: rps,
+      burst,
       remaining,
       resetS: Math.max(1, Math.ceil(ms / 1000)),
-      policy: this.policyOf(limit),
+      policy: burst === 0 ? `${rps};w=${STEADY_WINDOW_S}` : `${rps};w=${STEADY_WINDOW_S}, ${burst};w=${BURST_WINDOW_S}`,
     };
-  }
-
-  private policyOf({ rps, burst }: RequestLimit): string {
-    const key = `${rps}:${burst}`;
-    let policy = this.policies.get(key);
-    if (policy === undefined) {
-      policy = burst === 0 ? `${rps};w=${STEADY_WINDOW_S}` : `${rps};w=${STEADY_WINDOW_S}, ${burst};w=${BURST_WINDOW_S}`;
-      // Overrides are few; a bound keeps a stream of distinct limits from growing the map for ever.
-      if (this.policies.size >= 1_000) this.policies.clear();
-      this.policies.set(key, policy);
-    }
-    return policy;
   }
 }
 
@@ -270,7 +259,7 @@ export function judge(limit: RequestLimit, counts: WindowCounts, steadyBlockedMs
   const steadyMs = steadyCounted ? counts.steadyMs : steadyBlockedMs;
   const blockSteadyMs = steadyCounted && counts.steady >= limit.rps ? counts.steadyMs : 0;
   if (steadyCounted && counts.steady <= limit.rps) {
-    return { allowed: true, remaining: Math.max(limit.rps - counts.steady, 0), ms: steadyMs, blockSteadyMs, blockBurstMs: 0 };
+    return { allowed: true, remaining: limit.rps - counts.steady, ms: steadyMs, blockSteadyMs, blockBurstMs: 0 };
   }
   if (limit.burst === 0 || counts.burst < 0) return { allowed: false, remaining: 0, ms: steadyMs, blockSteadyMs, blockBurstMs: 0 };
   const blockBurstMs = counts.burst >= limit.burst ? counts.burstMs : 0;
