@@ -15,6 +15,7 @@ import {
   deleteLineIn,
   type Generation,
   type PreparedWrite,
+  prepareProfileWrite,
   prepareWrite,
   putLineIn,
   storePrepared,
@@ -23,6 +24,7 @@ import { InTurnWriter } from '../sync/in-turn.applier.js';
 import { holdLanguageForWrite } from '../sync/locks.js';
 import { type ChangeOrigin, deleteRecord, writeRecords } from '../sync/write.repository.js';
 import type { BatchAhead, BatchPrefetcher } from './batch.prefetcher.js';
+import { BatchProfiles, profileCandidates } from './batch-profiles.js';
 import {
   type BulkJobRow,
   discardReceivingJob,
@@ -256,6 +258,8 @@ export interface BulkBatchResult {
   queued?: boolean;
   /** Changes whose effects the batch applied itself, in turn. */
   appliedInTurn?: number;
+  /** The batch failed as a whole and was taken again line by line. */
+  lineByLine?: boolean;
 }
 
 class BatchOvertakenError extends Error {}
@@ -311,7 +315,7 @@ export async function applyBulkBatch(db: Database, jobId: string, options: BulkB
     logger?.warn({ err: (error as Error).message, bulk_job: jobId }, 'bulk batch failed; applying it line by line');
   }
   try {
-    return await applyRetryingOvertaken(db, jobId, options, true);
+    return { ...(await applyRetryingOvertaken(db, jobId, options, true)), lineByLine: true };
   } catch (error) {
     if (isTransient(error)) throw error;
     const attempt = await recordBulkBatchFailure(db, jobId, MAX_BATCH_ATTEMPTS);
@@ -402,6 +406,48 @@ async function applyBatchOnce(
     runKeys = new Set();
     return true;
   };
+  /**
+   * Profile rule 9 over a block of consecutive profile lines: the language's
+   * profiles as the block found them, with the block's own writes
+   * (bulk/batch-profiles.ts). Any other line ends the block; line by line,
+   * each profile line looks itself up, as its single request does.
+   */
+  let profiles: BatchProfiles | undefined;
+  /** The index in `lines` of the line being applied. */
+  let position = 0;
+  /** Lines parsed by a block's look ahead, so their own turn does not parse them again. */
+  const parsedAhead = new Map<number, BulkLine>();
+  /** The bodies of the profile lines of the block starting at `from`. */
+  const profileBodies = function* (from: number): Generator<unknown> {
+    for (let index = from; index < lines.length; index += 1) {
+      const { line_no: line, line: text } = lines[index]!;
+      const early = ahead?.taken.get(line);
+      let parsed: BulkLine | undefined = early && 'line' in early ? early.line : parsedAhead.get(line);
+      if (!parsed && !early) {
+        try {
+          parsed = parseBulkLine(text, job.api_version);
+          parsedAhead.set(line, parsed);
+        } catch (error) {
+          // A line refused as it is read touches no profile; anything else is the line's own turn's to meet.
+          if (error instanceof AppError) continue;
+          break;
+        }
+      }
+      if (!parsed) continue;
+      if (parsed.type !== 'write' || parsed.kind !== 'profile') return;
+      yield parsed.body;
+    }
+  };
+  /** A profile line's write, matched in the block (started here, after the run before it is stored). */
+  const prepareInBlock = async (conn: Connection, body: unknown): Promise<PreparedWrite | 'language-gone'> => {
+    if (!profiles) {
+      if (!(await flush(conn))) return 'language-gone';
+      profiles = await BatchProfiles.load(conn, job.lang_key, profileCandidates(profileBodies(position)));
+    }
+    const prepared = await prepareProfileWrite(profiles, body, job.api_version);
+    profiles.wrote(prepared);
+    return prepared;
+  };
   const languageGone = async () => {
     await finishBulkJob(tx, jobId, 'failed', `Language '${job.language_id}' was deleted`);
     return { done: true, applied: saved, appliedInTurn: inTurn?.appliedChanges ?? 0 };
@@ -410,7 +456,9 @@ async function applyBatchOnce(
   const applyLine = async (conn: Connection, line: number, text: string): Promise<'ok' | 'language-gone'> => {
     const early = ahead?.taken.get(line);
     if (early && 'error' in early) throw early.error;
-    const parsed = early ? early.line : parseBulkLine(text, job.api_version);
+    const parsed = early ? early.line : (parsedAhead.get(line) ?? parseBulkLine(text, job.api_version));
+    const blockOfProfiles = !lineByLine && parsed.type === 'write' && parsed.kind === 'profile';
+    if (!blockOfProfiles) profiles = undefined;
     if (parsed.type !== 'write') {
       if (!(await flush(conn))) return 'language-gone';
       await holdLanguage();
@@ -419,11 +467,17 @@ async function applyBatchOnce(
       saved += 1;
       return 'ok';
     }
-    // A profile's id may depend on the lines before it; a required record (a purchase event's order) is checked alone.
-    const alone = parsed.kind === 'profile' || Boolean(KINDS[parsed.kind].requires);
+    // A profile line alone looks up the profiles stored so far; a required record (a purchase event's order) is checked alone.
+    const alone = (parsed.kind === 'profile' && !blockOfProfiles) || Boolean(KINDS[parsed.kind].requires);
     if (alone && !(await flush(conn))) return 'language-gone';
     if (early && 'prepareError' in early) throw early.prepareError;
-    const prepared = early?.prepared ?? (await prepareWrite(conn, job.lang_key, parsed.kind, parsed.body, job.api_version));
+    let prepared: PreparedWrite;
+    if (early?.prepared) prepared = early.prepared;
+    else if (blockOfProfiles) {
+      const inBlock = await prepareInBlock(conn, parsed.body);
+      if (inBlock === 'language-gone') return inBlock;
+      prepared = inBlock;
+    } else prepared = await prepareWrite(conn, job.lang_key, parsed.kind, parsed.body, job.api_version);
     if (alone) {
       queued = true;
       if (!(await storePrepared(conn, job.lang_key, prepared, origin))) return 'language-gone';
@@ -462,7 +516,8 @@ async function applyBatchOnce(
       throw new LineFailedError();
     }
   };
-  for (const { line_no: line, line: text } of lines) {
+  for (const [index, { line_no: line, line: text }] of lines.entries()) {
+    position = index;
     try {
       if ((await (lineByLine ? applyLineAlone(line, text) : applyLine(tx, line, text))) === 'language-gone') return languageGone();
     } catch (error) {

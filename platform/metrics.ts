@@ -157,7 +157,12 @@ export function createApplierMetrics(registry: Registry) {
   });
   // Both series from the start: a worker that has applied nothing yet shows 0, not a missing series.
   for (const by of ['applier', 'bulk_in_turn'] satisfies AppliedBy[]) changesApplied.inc({ by }, 0);
-  return { changesApplied };
+  const bulkBatchesLineByLine = new Counter({
+    name: 'sync_bulk_batches_line_by_line_total',
+    help: 'Bulk batches that failed as a whole for no line of their own and were taken again line by line, each line in a savepoint of its own (correct, but many times slower)',
+    registers: [registry],
+  });
+  return { changesApplied, bulkBatchesLineByLine };
 }
 
 export type ApplierMetrics = ReturnType<typeof createApplierMetrics>;

@@ -71,3 +71,45 @@ export async function lockLiveRecord(
 export async function languageIsLive(db: CommonQueryMethods, langKey: number): Promise<boolean> {
   return db.exists(sql.unsafe`SELECT 1 FROM languages WHERE lang_key = ${langKey} AND deleted_at IS NULL`);
 }
+
+const matchableProfile = z.object({ id: z.string(), email: z.string().nullable(), created_seq: z.number() });
+const loweredEmail = z.object({ email: z.string(), lowered: z.string() });
+
+/**
+ * What profile rule 9 needs of the language's profiles for a set of ids and
+ * emails: each email as `lower()` turns it (the comparison findProfileByEmail
+ * makes; JavaScript's lower-casing differs from Postgres' for some letters),
+ * and every live profile that has one of the ids or one of those emails, with
+ * its email in lower case and the number that orders it by age. Two
+ * statements, each on its own index (the key, the partial email index).
+ */
+export async function findMatchableProfiles(
+  db: CommonQueryMethods,
+  langKey: number,
+  ids: readonly string[],
+  emails: readonly string[],
+): Promise<{ lowered: Map<string, string>; profiles: ReadonlyArray<z.infer<typeof matchableProfile>> }> {
+  const lowered = new Map(
+    (
+      await db.any(sql.type(loweredEmail)`
+        SELECT email, lower(email) AS lowered FROM unnest(${sql.array(emails, 'text')}) AS email
+      `)
+    ).map((row) => [row.email, row.lowered]),
+  );
+  const profiles = await db.any(sql.type(matchableProfile)`
+    SELECT id, lower(data ->> 'email') AS email, created_seq
+    FROM (
+      SELECT id, data, created_seq, live
+      FROM records
+      WHERE lang_key = ${langKey} AND kind = 'profile' AND id = ANY(${sql.array(ids, 'text')})
+      OFFSET 0
+    ) keyed
+    WHERE live
+    UNION
+    SELECT id, lower(data ->> 'email'), created_seq
+    FROM records
+    WHERE lang_key = ${langKey} AND kind = 'profile' AND live
+      AND lower(data ->> 'email') = ANY(${sql.array([...new Set(lowered.values())], 'text')})
+  `);
+  return { lowered, profiles };
+}

@@ -77,18 +77,37 @@ function splitInput(definition: KindDefinition, input: Record<string, unknown>) 
 }
 
 /**
+ * Where profile rule 9 looks profiles up: the language's profiles in the
+ * database, or a bulk batch's view of them (bulk/batch-profiles.ts).
+ */
+export interface ProfileDirectory {
+  /** Whether a live profile has this id. */
+  isLive(id: string): Promise<boolean> | boolean;
+  /** The id of the oldest live profile with this email, compared case-insensitively. */
+  idByEmail(email: string): Promise<string | undefined> | string | undefined;
+}
+
+/** The language's profiles as the database has them now. */
+export function databaseProfiles(db: CommonQueryMethods, langKey: number): ProfileDirectory {
+  return {
+    isLive: async (id) => (await findLiveRecord(db, langKey, 'profile', id)) !== null,
+    idByEmail: async (email) => (await findProfileByEmail(db, langKey, email))?.id,
+  };
+}
+
+/**
  * Applies CONTRACT 4's profile rule 9: match by id, then by email
  * (case-insensitive), keeping the matched profile's id; a new profile needs both.
  * @throws {ValidationError} missing id or email for a profile that does not exist.
  */
-async function resolveProfileId(db: CommonQueryMethods, langKey: number, input: Record<string, unknown>): Promise<string> {
+async function resolveProfileId(profiles: ProfileDirectory, input: Record<string, unknown>): Promise<string> {
   const id = input['id'] as string | undefined;
   const email = input['email'] as string | undefined;
   if (id === undefined && email === undefined) throw new ValidationError('missing_parameters', ['id', 'email']);
-  if (id !== undefined && (await findLiveRecord(db, langKey, 'profile', id))) return id;
+  if (id !== undefined && (await profiles.isLive(id))) return id;
   if (email !== undefined) {
-    const match = await findProfileByEmail(db, langKey, email);
-    if (match) return match.id;
+    const match = await profiles.idByEmail(email);
+    if (match !== undefined) return match;
   }
   const missing = [id === undefined && 'id', email === undefined && 'email'].filter((name): name is string => Boolean(name));
   if (missing.length > 0) throw new ValidationError('missing_parameters', missing);
@@ -174,11 +193,23 @@ export async function prepareWrite(
   generation: Generation = 'v1',
 ): Promise<PreparedWrite> {
   if (kind !== 'profile') return prepareWriteAlone(kind, body, generation);
-  const definition = writeView(kind, generation);
-  const input = await parseRecord(kind, body, definition, generation, async (raw) => {
-    await resolveProfileId(db, langKey, raw);
+  return prepareProfileWrite(databaseProfiles(db, langKey), body, generation);
+}
+
+/**
+ * prepareWrite of a profile, matched (rule 9) against `profiles`.
+ * @throws {ValidationError}
+ */
+export async function prepareProfileWrite(
+  profiles: ProfileDirectory,
+  body: unknown,
+  generation: Generation = 'v1',
+): Promise<PreparedWrite> {
+  const definition = writeView('profile', generation);
+  const input = await parseRecord('profile', body, definition, generation, async (raw) => {
+    await resolveProfileId(profiles, raw);
   });
-  return preparedOf(kind, definition, input, await resolveProfileId(db, langKey, input), generation);
+  return preparedOf('profile', definition, input, await resolveProfileId(profiles, input), generation);
 }
 
 /**

@@ -5,8 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { spawnApi } from './support/api-process.js';
 import { httpRequest, startEnvironment, type TestEnvironment } from './support/harness.js';
+import { workerSample } from './support/metrics.js';
 import { checkResponse, openApiCheckEnabled } from './support/openapi-check.js';
 import { spawnWorker, stopProcess } from './support/processes.js';
+import { profileHeavyLines } from './support/profile-lines.js';
+import { rng } from './support/scenario.js';
 
 let env: TestEnvironment;
 let token: string;
@@ -33,6 +36,26 @@ async function waitForJob(location: string, timeoutMs = 60_000) {
     if (Date.now() > deadline) throw new Error(`bulk job did not finish: ${response.text}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+const SEGMENTS: Record<string, string> = {
+  product: 'products',
+  category: 'categories',
+  brand: 'brands',
+  profile: 'profiles',
+};
+
+/** Sends v1 lines as their single requests, one by one; returns the `{line, error}` the job must report for them. */
+async function sendOneByOne(languageId: string, lines: Array<Record<string, any>>) {
+  const errors: Array<{ line: number; error: unknown }> = [];
+  for (const [index, parsed] of lines.entries()) {
+    const answer = parsed['delete']
+      ? await env.request('DELETE', `/api/v1/languages/${languageId}/${SEGMENTS[parsed['delete'].kind]}/${parsed['delete'].id}`, { token })
+      : await env.request('POST', `/api/v1/languages/${languageId}/${SEGMENTS[Object.keys(parsed)[0]!]}`, { token, body: parsed });
+    if (answer.status >= 500) throw new Error(`${JSON.stringify(parsed)} answered ${answer.status}: ${answer.text}`);
+    if (answer.status !== 200) errors.push({ line: index + 1, error: answer.body });
+  }
+  return errors;
 }
 
 const stateRow = z.object({ kind: z.string(), id: z.string(), data: z.record(z.unknown()) });
@@ -220,26 +243,52 @@ describe('when a long random file mixes kinds, repeats ids and deletes', () => {
     expect(job).toMatchObject({ status: 'completed', lines: lines.length });
 
     await createLanguage('random-one-by-one');
-    const segments: Record<string, string> = { product: 'products', category: 'categories', brand: 'brands', profile: 'profiles' };
-    let failed = 0;
-    const failures: Array<{ line: number; status: number; body: unknown }> = [];
-    for (const [index, line] of lines.entries()) {
-      const parsed = JSON.parse(line) as Record<string, any>;
-      const answer = parsed['delete']
-        ? await env.request('DELETE', `/api/v1/languages/random-one-by-one/${segments[parsed['delete'].kind]}/${parsed['delete'].id}`, {
-            token,
-          })
-        : await env.request('POST', `/api/v1/languages/random-one-by-one/${segments[Object.keys(parsed)[0]!]}`, { token, body: parsed });
-      if (answer.status !== 200) {
-        failed += 1;
-        failures.push({ line: index + 1, status: answer.status, body: answer.body });
-      }
-    }
+    const failures = await sendOneByOne(
+      'random-one-by-one',
+      lines.map((line) => JSON.parse(line)),
+    );
     // Each line fails in the file exactly when it fails alone, with the same error body.
-    expect(job.errors).toEqual(failures.map(({ line, body }) => ({ line, error: body })));
-    expect(job).toMatchObject({ saved: lines.length - failed, failed });
+    expect(job.errors).toEqual(failures);
+    expect(job).toMatchObject({ saved: lines.length - failures.length, failed: failures.length });
     await env.drain(120_000);
     expect(await stateOf('bulk-random')).toEqual(await stateOf('random-one-by-one'));
+  }, 240_000);
+});
+
+describe('when a file is mostly profiles that match each other by id and by email', () => {
+  // Consecutive profile lines are matched (rule 9) against one look at the language's profiles and the lines before
+  // them, and stored as runs; the profiles written first one by one are what that look finds.
+  it('should match, refuse and store each line as its single request would', async () => {
+    const r = rng(Number(process.env['BULK_SEED'] ?? 20261128));
+    const prelude = profileHeavyLines(r, 40, 'v1');
+    const lines = profileHeavyLines(r, 2_200, 'v1');
+    await createLanguage('profiles-bulk');
+    await createLanguage('profiles-one-by-one');
+    await sendOneByOne('profiles-bulk', prelude);
+    await sendOneByOne('profiles-one-by-one', prelude);
+    const lineByLine = () => workerSample(env.worker!.metricsPort, 'sync_bulk_batches_line_by_line_total');
+    const lineByLineBefore = await lineByLine();
+    const response = await upload(
+      'profiles-bulk',
+      lines.map((line) => JSON.stringify(line)),
+    );
+    expect(response.status).toBe(202);
+    const job = await waitForJob(response.headers.get('location')!, 120_000);
+    // Every batch matched its profiles in blocks: none fell back to looking each line up alone.
+    expect(await lineByLine()).toBe(lineByLineBefore);
+    const failures = await sendOneByOne('profiles-one-by-one', lines);
+    expect(job.errors).toEqual(failures);
+    expect(job).toMatchObject({ status: 'completed', saved: lines.length - failures.length, failed: failures.length });
+    // The file exercises each outcome of rule 9: a match by email in another case, and each missing parameter.
+    const messages = JSON.stringify(failures);
+    expect(messages).toContain('"missing_parameters":["id"]');
+    expect(messages).toContain('"missing_parameters":["email"]');
+    expect(messages).toContain('"invalid_parameters":["gender"]');
+    await env.drain(120_000);
+    const bulk = await stateOf('profiles-bulk');
+    expect(bulk).toEqual(await stateOf('profiles-one-by-one'));
+    // Most lines wrote a profile (audited as created or updated).
+    expect(bulk.audit.filter((fact) => fact.startsWith('profile/')).length).toBeGreaterThan(lines.length / 2);
   }, 240_000);
 });
 

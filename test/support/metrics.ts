@@ -7,3 +7,9 @@ export function sample(text: string, name: string, labels: Record<string, string
   }
   return undefined;
 }
+
+/** One sample of a running worker's metrics (0 when absent). */
+export async function workerSample(metricsPort: number, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+  return sample(await response.text(), name, labels) ?? 0;
+}

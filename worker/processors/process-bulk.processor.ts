@@ -43,6 +43,7 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (
     const result = await applyBulkBatch(db, bulkJobId, { batchSize: BATCH, logger, sliceSize: drainOptions.sliceSize, prefetcher });
     applied += result.applied;
     if (result.appliedInTurn) metrics.changesApplied.inc({ by: 'bulk_in_turn' }, result.appliedInTurn);
+    if (result.lineByLine) metrics.bulkBatchesLineByLine.inc();
     if (result.lastLine !== undefined && crossesAnalyzeMark(result.lastLine - result.applied, result.lastLine)) {
       // Best effort: a role that may not ANALYZE (not the tables' owner) only loses speed.
       await refreshPlannerStatistics(db).catch((error: Error) =>
