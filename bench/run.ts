@@ -40,11 +40,13 @@ const READ_DURATION_S = Number(process.env['BENCH_READ_DURATION_S'] ?? 15);
  */
 const WARMUP_S = Number(process.env['BENCH_WARMUP_S'] ?? 3);
 const BULK_LINES = Number(process.env['BENCH_BULK_LINES'] ?? 1_000_000);
+/** Lines of the customer file (the profiles phase): new profiles, each matched by rule 9 before it is written. */
+const PROFILE_LINES = Number(process.env['BENCH_PROFILE_LINES'] ?? 200_000);
 const BULK_TIMEOUT_S = Number(process.env['BENCH_BULK_TIMEOUT_S'] ?? 300);
 const WALK_TIMEOUT_S = Number(process.env['BENCH_WALK_TIMEOUT_S'] ?? 60);
 const CATEGORIES = 1_000;
-/** Comma-separated subset of writes,uploads,bulk,reads (all by default): for profiling one phase. */
-const PHASES = new Set((process.env['BENCH_PHASES'] ?? 'writes,uploads,bulk,reads').split(','));
+/** Comma-separated subset of writes,uploads,bulk,profiles,reads (all by default): for profiling one phase. */
+const PHASES = new Set((process.env['BENCH_PHASES'] ?? 'writes,uploads,bulk,profiles,reads').split(','));
 /** Reads timed while bodies of newlines are uploaded (the uploads phase). */
 const UPLOAD_READS = 1_000;
 /** When set, the API and worker write V8 CPU profiles (--cpu-prof) into this directory. */
@@ -257,7 +259,7 @@ async function main() {
   ).access_token;
   const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   const admin = { authorization: `Basic ${Buffer.from('admin:bench').toString('base64')}` };
-  for (const language of ['bench', 'bulk']) {
+  for (const language of ['bench', 'bulk', 'customers']) {
     await fetch(`${base}/api/v1/languages`, {
       method: 'POST',
       headers: auth,
@@ -523,6 +525,44 @@ async function main() {
     await rm(file, { force: true });
   }
 
+  if (PHASES.has('profiles')) {
+    // A shop's customers, sent whole: profiles are matched (rule 9: by id, then by email) before they are written.
+    log(`profiles: ${PROFILE_LINES} lines`);
+    const lines = Array.from(
+      { length: PROFILE_LINES },
+      (_, index) =>
+        `{"profile":{"id":"c${index}","email":"c${index}@example.test","first_name":"First ${index}","city":"City ${index % 100}"}}\n`,
+    ).join('');
+    const watch = await CpuWatch.start({ api: api.pid, worker: worker.pid }, databaseUrl);
+    const started = Date.now();
+    const upload = await fetch(`${base}/api/v1/languages/customers/bulk`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/x-ndjson' },
+      body: lines,
+    });
+    const location = upload.headers.get('location')!;
+    let job = { status: 'queued', saved: 0, failed: 0 };
+    while (Date.now() - started < BULK_TIMEOUT_S * 1000) {
+      job = ((await (await fetch(`${base}${location}`, { headers: auth })).json()) as { bulk_job: typeof job }).bulk_job;
+      if (job.status === 'completed' || job.status === 'failed') break;
+      await sleep(250);
+    }
+    const drained = job.status === 'completed' ? await drainTime(BULK_TIMEOUT_S, 1_000) : null;
+    const seconds = (Date.now() - started) / 1000;
+    const cost = await watch.stop();
+    const processed = job.saved + job.failed;
+    record('profiles', {
+      lines: PROFILE_LINES,
+      finished: job.status === 'completed' && drained !== null,
+      saved: job.saved,
+      seconds,
+      lines_per_s: Math.round(processed / Math.max(seconds, 0.001)),
+      api_cpu_us_per_line: perUnit(cost.cpu['api'], processed),
+      worker_cpu_us_per_line: perUnit(cost.cpu['worker'], processed),
+      pg_cpu_us_per_line: perUnit(cost.cpu['postgres'], processed),
+    });
+  }
+
   if (PHASES.has('reads')) {
     // Reads on a 1,000,000-product language. Whatever the bulk phase did not reach is inserted directly,
     // and the worker is stopped first so an unfinished bulk job does not load the machine during the reads.
@@ -714,6 +754,16 @@ function table(): string {
       value('bulk.floor_pg_background_cpu_us_per_line'),
     );
     row('peak RSS MiB (bulk)', `api ${value('bulk.api_rss_mib')}, worker ${value('bulk.worker_rss_mib')}`);
+  }
+  if (results['profiles.seconds'] !== undefined) {
+    row(
+      `customer file: ${value('profiles.lines')} profiles s (lines/s)`,
+      `${value('profiles.seconds')} (${value('profiles.lines_per_s')})${results['profiles.finished'] ? '' : ', unfinished'}`,
+    );
+    row(
+      'customer file CPU µs per line (api/worker/pg)',
+      `${value('profiles.api_cpu_us_per_line')} / ${value('profiles.worker_cpu_us_per_line')} / ${value('profiles.pg_cpu_us_per_line')}`,
+    );
   }
   for (const [name, target] of [
     ['page_1', 20],
