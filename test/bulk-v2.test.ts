@@ -2,8 +2,6 @@ import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type HttpResponse, startEnvironment, type TestEnvironment } from './support/harness.js';
-import { workerSample } from './support/metrics.js';
-import { profileHeavyLines } from './support/profile-lines.js';
 import { generate, type Operation, rng } from './support/scenario.js';
 import { SEGMENT } from './support/v2-client.js';
 
@@ -350,34 +348,6 @@ describe('when a long random v2 file repeats records, links, lines and deletes',
     expect(job).toMatchObject({ status: 'completed', lines: lines.length, failed: expectedErrors.length });
     await env.drain(120_000);
     expect(await stateOf('random-bulk')).toEqual(await stateOf('random-one-by-one'));
-  }, 360_000);
-});
-
-describe('when a v2 file is mostly profiles that match each other by id and by email', () => {
-  // Consecutive profile lines are matched (rule 9) against one look at the language's profiles and the lines before them.
-  it('should match, refuse and store each line as its request would', async () => {
-    const r = rng(Number(process.env['BULK_SEED'] ?? 20261128));
-    const prelude = profileHeavyLines(r, 40, 'v2');
-    const lines = profileHeavyLines(r, 1_500, 'v2');
-    await createLanguage('profiles-bulk');
-    await createLanguage('profiles-one-by-one');
-    await sendOneByOne('profiles-bulk', prelude);
-    await sendOneByOne('profiles-one-by-one', prelude);
-    const lineByLine = () => workerSample(env.worker!.metricsPort, 'sync_bulk_batches_line_by_line_total');
-    const lineByLineBefore = await lineByLine();
-    const response = await upload(
-      'profiles-bulk',
-      lines.map((line) => JSON.stringify(line)),
-    );
-    expect(response.status).toBe(202);
-    const job = await waitForJob(response.headers.get('location')!, 180_000);
-    // Every batch matched its profiles in blocks: none fell back to looking each line up alone.
-    expect(await lineByLine()).toBe(lineByLineBefore);
-    const expectedErrors = await sendOneByOne('profiles-one-by-one', lines);
-    expect(job.errors).toEqual(expectedErrors);
-    expect(job).toMatchObject({ status: 'completed', lines: lines.length, failed: expectedErrors.length });
-    await env.drain(120_000);
-    expect(await stateOf('profiles-bulk')).toEqual(await stateOf('profiles-one-by-one'));
   }, 360_000);
 });
 

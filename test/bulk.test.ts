@@ -5,11 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { spawnApi } from './support/api-process.js';
 import { httpRequest, startEnvironment, type TestEnvironment } from './support/harness.js';
-import { workerSample } from './support/metrics.js';
 import { checkResponse, openApiCheckEnabled } from './support/openapi-check.js';
 import { spawnWorker, stopProcess } from './support/processes.js';
-import { profileHeavyLines } from './support/profile-lines.js';
-import { rng } from './support/scenario.js';
 
 let env: TestEnvironment;
 let token: string;
@@ -252,43 +249,6 @@ describe('when a long random file mixes kinds, repeats ids and deletes', () => {
     expect(job).toMatchObject({ saved: lines.length - failures.length, failed: failures.length });
     await env.drain(120_000);
     expect(await stateOf('bulk-random')).toEqual(await stateOf('random-one-by-one'));
-  }, 240_000);
-});
-
-describe('when a file is mostly profiles that match each other by id and by email', () => {
-  // Consecutive profile lines are matched (rule 9) against one look at the language's profiles and the lines before
-  // them, and stored as runs; the profiles written first one by one are what that look finds.
-  it('should match, refuse and store each line as its single request would', async () => {
-    const r = rng(Number(process.env['BULK_SEED'] ?? 20261128));
-    const prelude = profileHeavyLines(r, 40, 'v1');
-    const lines = profileHeavyLines(r, 2_200, 'v1');
-    await createLanguage('profiles-bulk');
-    await createLanguage('profiles-one-by-one');
-    await sendOneByOne('profiles-bulk', prelude);
-    await sendOneByOne('profiles-one-by-one', prelude);
-    const lineByLine = () => workerSample(env.worker!.metricsPort, 'sync_bulk_batches_line_by_line_total');
-    const lineByLineBefore = await lineByLine();
-    const response = await upload(
-      'profiles-bulk',
-      lines.map((line) => JSON.stringify(line)),
-    );
-    expect(response.status).toBe(202);
-    const job = await waitForJob(response.headers.get('location')!, 120_000);
-    // Every batch matched its profiles in blocks: none fell back to looking each line up alone.
-    expect(await lineByLine()).toBe(lineByLineBefore);
-    const failures = await sendOneByOne('profiles-one-by-one', lines);
-    expect(job.errors).toEqual(failures);
-    expect(job).toMatchObject({ status: 'completed', saved: lines.length - failures.length, failed: failures.length });
-    // The file exercises each outcome of rule 9: a match by email in another case, and each missing parameter.
-    const messages = JSON.stringify(failures);
-    expect(messages).toContain('"missing_parameters":["id"]');
-    expect(messages).toContain('"missing_parameters":["email"]');
-    expect(messages).toContain('"invalid_parameters":["gender"]');
-    await env.drain(120_000);
-    const bulk = await stateOf('profiles-bulk');
-    expect(bulk).toEqual(await stateOf('profiles-one-by-one'));
-    // Most lines wrote a profile (audited as created or updated).
-    expect(bulk.audit.filter((fact) => fact.startsWith('profile/')).length).toBeGreaterThan(lines.length / 2);
   }, 240_000);
 });
 
