@@ -1,10 +1,9 @@
-import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { workerSample } from './support/metrics.js';
 import { profileHeavyLines } from './support/profile-lines.js';
 import { rng } from './support/scenario.js';
+import { comparableState } from './support/state.js';
 
 /*
  * Consecutive profile lines of a bulk file are matched (rule 9: by id, then
@@ -16,7 +15,7 @@ import { rng } from './support/scenario.js';
 
 let env: TestEnvironment;
 let token: string;
-let accountId: number;
+let account: string;
 
 type Line = Record<string, any>;
 type Generation = 'v1' | 'v2';
@@ -69,22 +68,6 @@ async function bulkOf(generation: Generation, language: string, lines: Line[]) {
   }
 }
 
-const auditFact = z.object({ kind: z.string(), record_id: z.string(), action: z.string(), changes: z.record(z.unknown()) });
-
-/** Live records, and audit entries in order with their changes. */
-async function stateOf(language: string) {
-  const langKey = await env.db.oneFirst(sql.type(z.object({ lang_key: z.number() }))`
-    SELECT lang_key FROM languages WHERE id = ${language} AND account_id = ${accountId} AND deleted_at IS NULL
-  `);
-  const records = await env.db.any(sql.type(z.object({ kind: z.string(), id: z.string(), data: z.record(z.unknown()) }))`
-    SELECT kind, id, data FROM records WHERE lang_key = ${langKey} AND live ORDER BY kind, id
-  `);
-  const audit = await env.db.any(sql.type(auditFact)`
-    SELECT kind, record_id, action, changes FROM audit_log WHERE lang_key = ${langKey} AND kind <> 'language' ORDER BY seq
-  `);
-  return { records, audit };
-}
-
 beforeAll(async () => {
   env = await startEnvironment();
   const client = await env.newClient();
@@ -93,7 +76,7 @@ beforeAll(async () => {
       body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
     })
     .then((response) => response.body.access_token);
-  accountId = await env.db.oneFirst(sql.type(z.object({ id: z.number() }))`SELECT id FROM accounts WHERE name = ${client.account}`);
+  account = client.account;
 });
 afterAll(() => env?.close());
 
@@ -128,8 +111,8 @@ describe.each([
     expect(refusals).toContain('"invalid_parameters":["gender"]');
 
     await env.drain(120_000);
-    const state = await stateOf(bulk);
-    expect(state).toEqual(await stateOf(oneByOne));
+    const state = await comparableState(env, bulk, account);
+    expect(state).toEqual(await comparableState(env, oneByOne, account));
     // Most lines wrote a profile (audited as created or updated).
     expect(state.audit.filter((fact) => fact.kind === 'profile').length).toBeGreaterThan(lines.length / 2);
   }, 360_000);

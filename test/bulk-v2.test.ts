@@ -1,8 +1,7 @@
-import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { type HttpResponse, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { generate, type Operation, rng } from './support/scenario.js';
+import { comparableState } from './support/state.js';
 import { SEGMENT } from './support/v2-client.js';
 
 /*
@@ -14,7 +13,7 @@ import { SEGMENT } from './support/v2-client.js';
 
 let env: TestEnvironment;
 let token: string;
-let accountId: number;
+let account: string;
 
 const NDJSON = { 'content-type': 'application/x-ndjson' };
 const v2 = (language: string) => `/api/v2/languages/${encodeURIComponent(language)}`;
@@ -71,31 +70,8 @@ async function sendOneByOne(language: string, lines: Line[]) {
   return errors;
 }
 
-const auditFact = z.object({
-  kind: z.string(),
-  record_id: z.string(),
-  action: z.string(),
-  actor: z.string(),
-  changes: z.record(z.unknown()),
-});
-
 /** Everything the two languages must agree on: live records, links, audit entries in order with their changes. */
-async function stateOf(language: string) {
-  const langKey = await env.db.oneFirst(sql.type(z.object({ lang_key: z.number() }))`
-    SELECT lang_key FROM languages WHERE id = ${language} AND account_id = ${accountId} AND deleted_at IS NULL
-  `);
-  const records = await env.db.any(sql.type(z.object({ kind: z.string(), id: z.string(), data: z.record(z.unknown()) }))`
-    SELECT kind, id, data FROM records WHERE lang_key = ${langKey} AND live ORDER BY kind, id
-  `);
-  const links = await env.db.anyFirst(sql.type(z.object({ link: z.string() }))`
-    SELECT rel || ':' || a || '>' || b AS link FROM links WHERE lang_key = ${langKey} ORDER BY 1
-  `);
-  const audit = await env.db.any(sql.type(auditFact)`
-    SELECT kind, record_id, action, actor, changes FROM audit_log
-    WHERE lang_key = ${langKey} AND kind <> 'language' ORDER BY seq
-  `);
-  return { records, links, audit };
-}
+const stateOf = (language: string) => comparableState(env, language, account);
 
 beforeAll(async () => {
   env = await startEnvironment();
@@ -104,7 +80,7 @@ beforeAll(async () => {
     body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
   });
   token = tokenResponse.body.access_token;
-  accountId = await env.db.oneFirst(sql.type(z.object({ id: z.number() }))`SELECT id FROM accounts WHERE name = ${client.account}`);
+  account = client.account;
 });
 afterAll(() => env?.close());
 

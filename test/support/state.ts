@@ -111,3 +111,27 @@ export async function linkCount(env: TestEnvironment, langKey: number): Promise<
 
 /** A data field of a stored record as the API shows it: absent is null. */
 export const field = (row: StoredRow | null, name: string): unknown => (row ? (row.data[name] ?? null) : undefined);
+
+/**
+ * Everything two languages fed the same requests must agree on: live records,
+ * links, and audit entries in order with their actor and changes (not what
+ * differs between two runs: numbers, times, request ids).
+ */
+export async function comparableState(env: TestEnvironment, languageId: string, account?: string) {
+  const langKey = await langKeyOf(env, languageId, account);
+  const records = await env.db.any(sql.unsafe`
+    SELECT kind, id, data FROM records WHERE lang_key = ${langKey} AND live ORDER BY kind, id
+  `);
+  const links = await env.db.anyFirst(sql.unsafe`
+    SELECT rel || ':' || a || '>' || b AS link FROM links WHERE lang_key = ${langKey} ORDER BY 1
+  `);
+  const audit = await env.db.any(sql.unsafe`
+    SELECT kind, record_id, action, actor, changes FROM audit_log
+    WHERE lang_key = ${langKey} AND kind <> 'language' ORDER BY seq
+  `);
+  return {
+    records: records as unknown as Array<{ kind: string; id: string; data: Record<string, unknown> }>,
+    links: links as string[],
+    audit: audit as unknown as Array<Pick<AuditRow, 'kind' | 'record_id' | 'action' | 'actor' | 'changes'>>,
+  };
+}
