@@ -8,7 +8,7 @@ interface KnownProfile {
   age: number;
 }
 
-/** The ids and emails a block of profile lines may look up (bulk/bulk.service.ts collects them from the lines' bodies). */
+/** The ids and emails a block of profile lines may look up (profileCandidates). */
 export interface ProfileCandidates {
   ids: ReadonlySet<string>;
   emails: ReadonlySet<string>;
@@ -36,7 +36,7 @@ export function profileCandidates(bodies: Iterable<unknown>): ProfileCandidates 
  * Profiles a batch creates are younger than every profile it found: their
  * numbers are taken after the lookup. Counted from here, in line order.
  */
-const FIRST_NEW_AGE = Number.MAX_SAFE_INTEGER / 2;
+const FIRST_NEW_AGE = 2 ** 52;
 
 /**
  * A bulk batch's view of its language's profiles, for rule 9 (match by id,

@@ -413,13 +413,11 @@ async function applyBatchOnce(
    * each profile line looks itself up, as its single request does.
    */
   let profiles: BatchProfiles | undefined;
-  /** The index in `lines` of the line being applied. */
-  let position = 0;
   /** Lines parsed by a block's look ahead, so their own turn does not parse them again. */
   const parsedAhead = new Map<number, BulkLine>();
-  /** The bodies of the profile lines of the block starting at `from`. */
-  const profileBodies = function* (from: number): Generator<unknown> {
-    for (let index = from; index < lines.length; index += 1) {
+  /** The bodies of the profile lines of the block starting at line `first`. */
+  const profileBodies = function* (first: number): Generator<unknown> {
+    for (let index = lines.findIndex((item) => item.line_no === first); index < lines.length; index += 1) {
       const { line_no: line, line: text } = lines[index]!;
       const early = ahead?.taken.get(line);
       let parsed: BulkLine | undefined = early && 'line' in early ? early.line : parsedAhead.get(line);
@@ -439,10 +437,10 @@ async function applyBatchOnce(
     }
   };
   /** A profile line's write, matched in the block (started here, after the run before it is stored). */
-  const prepareInBlock = async (conn: Connection, body: unknown): Promise<PreparedWrite | 'language-gone'> => {
+  const prepareInBlock = async (conn: Connection, line: number, body: unknown): Promise<PreparedWrite | 'language-gone'> => {
     if (!profiles) {
       if (!(await flush(conn))) return 'language-gone';
-      profiles = await BatchProfiles.load(conn, job.lang_key, profileCandidates(profileBodies(position)));
+      profiles = await BatchProfiles.load(conn, job.lang_key, profileCandidates(profileBodies(line)));
     }
     const prepared = await prepareProfileWrite(profiles, body, job.api_version);
     profiles.wrote(prepared);
@@ -474,7 +472,7 @@ async function applyBatchOnce(
     let prepared: PreparedWrite;
     if (early?.prepared) prepared = early.prepared;
     else if (blockOfProfiles) {
-      const inBlock = await prepareInBlock(conn, parsed.body);
+      const inBlock = await prepareInBlock(conn, line, parsed.body);
       if (inBlock === 'language-gone') return inBlock;
       prepared = inBlock;
     } else prepared = await prepareWrite(conn, job.lang_key, parsed.kind, parsed.body, job.api_version);
@@ -516,8 +514,7 @@ async function applyBatchOnce(
       throw new LineFailedError();
     }
   };
-  for (const [index, { line_no: line, line: text }] of lines.entries()) {
-    position = index;
+  for (const { line_no: line, line: text } of lines) {
     try {
       if ((await (lineByLine ? applyLineAlone(line, text) : applyLine(tx, line, text))) === 'language-gone') return languageGone();
     } catch (error) {
