@@ -4,6 +4,7 @@ import { workerSample } from './support/metrics.js';
 import { profileHeavyLines } from './support/profile-lines.js';
 import { rng } from './support/scenario.js';
 import { comparableState } from './support/state.js';
+import { SEGMENT } from './support/v2-client.js';
 
 /*
  * Consecutive profile lines of a bulk file are matched (rule 9: by id, then
@@ -19,30 +20,20 @@ let account: string;
 
 type Line = Record<string, any>;
 type Generation = 'v1' | 'v2';
+type Kind = keyof typeof SEGMENT;
 
-const SEGMENT: Record<string, string> = { profile: 'profiles', category: 'categories' };
-
-/** How each interface takes a line alone, and shows a file's job. */
-const INTERFACES: Record<Generation, { request: (language: string, line: Line) => { method: string; path: string; body?: Line } }> = {
-  v1: {
-    request: (language, line) =>
-      line['delete']
-        ? { method: 'DELETE', path: `/api/v1/languages/${language}/${SEGMENT[line['delete'].kind]}/${line['delete'].id}` }
-        : { method: 'POST', path: `/api/v1/languages/${language}/${SEGMENT[Object.keys(line)[0]!]}`, body: line },
-  },
-  v2: {
-    request: (language, line) =>
-      line['delete']
-        ? { method: 'DELETE', path: `/api/v2/languages/${language}/${SEGMENT[line['delete'].kind]}/${line['delete'].id}` }
-        : { method: 'PUT', path: `/api/v2/languages/${language}/${SEGMENT[Object.keys(line)[0]!]}`, body: line },
-  },
-};
+/** The single request a line stands for: a delete, or a write (v1 POSTs, v2 PUTs). */
+function requestOf(generation: Generation, language: string, line: Line): { method: string; path: string; body?: Line } {
+  const collection = `/api/${generation}/languages/${language}`;
+  if (line['delete']) return { method: 'DELETE', path: `${collection}/${SEGMENT[line['delete'].kind as Kind]}/${line['delete'].id}` };
+  return { method: generation === 'v1' ? 'POST' : 'PUT', path: `${collection}/${SEGMENT[Object.keys(line)[0] as Kind]}`, body: line };
+}
 
 /** Sends the lines as their single requests, one by one; returns the `{line, error}` the job must report for them. */
 async function sendOneByOne(generation: Generation, language: string, lines: Line[]) {
   const errors: Array<{ line: number; error: unknown }> = [];
   for (const [index, line] of lines.entries()) {
-    const { method, path, body } = INTERFACES[generation].request(language, line);
+    const { method, path, body } = requestOf(generation, language, line);
     const response = await env.request(method, path, { token, body });
     if (response.status >= 500) throw new Error(`${JSON.stringify(line)} answered ${response.status}: ${response.text}`);
     if (response.status >= 300) errors.push({ line: index + 1, error: response.body });

@@ -7,6 +7,7 @@ import { spawnApi } from './support/api-process.js';
 import { httpRequest, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { checkResponse, openApiCheckEnabled } from './support/openapi-check.js';
 import { spawnWorker, stopProcess } from './support/processes.js';
+import { SEGMENT } from './support/v2-client.js';
 
 let env: TestEnvironment;
 let token: string;
@@ -35,20 +36,14 @@ async function waitForJob(location: string, timeoutMs = 60_000) {
   }
 }
 
-const SEGMENTS: Record<string, string> = {
-  product: 'products',
-  category: 'categories',
-  brand: 'brands',
-  profile: 'profiles',
-};
-
 /** Sends v1 lines as their single requests, one by one; returns the `{line, error}` the job must report for them. */
 async function sendOneByOne(languageId: string, lines: Array<Record<string, any>>) {
   const errors: Array<{ line: number; error: unknown }> = [];
+  const segment = (kind: string) => SEGMENT[kind as keyof typeof SEGMENT];
   for (const [index, parsed] of lines.entries()) {
     const answer = parsed['delete']
-      ? await env.request('DELETE', `/api/v1/languages/${languageId}/${SEGMENTS[parsed['delete'].kind]}/${parsed['delete'].id}`, { token })
-      : await env.request('POST', `/api/v1/languages/${languageId}/${SEGMENTS[Object.keys(parsed)[0]!]}`, { token, body: parsed });
+      ? await env.request('DELETE', `/api/v1/languages/${languageId}/${segment(parsed['delete'].kind)}/${parsed['delete'].id}`, { token })
+      : await env.request('POST', `/api/v1/languages/${languageId}/${segment(Object.keys(parsed)[0]!)}`, { token, body: parsed });
     if (answer.status >= 500) throw new Error(`${JSON.stringify(parsed)} answered ${answer.status}: ${answer.text}`);
     if (answer.status !== 200) errors.push({ line: index + 1, error: answer.body });
   }
@@ -140,17 +135,9 @@ describe('when a file mixes valid and invalid lines', () => {
         continue;
       }
       const kind = Object.keys(parsed).find((key) => key !== 'extra')!;
-      const segments: Record<string, string> = {
-        product: 'products',
-        category: 'categories',
-        variant: 'variants',
-        brand: 'brands',
-        profile: 'profiles',
-        order: 'orders',
-        shopping_cart: 'shopping_carts',
-      };
-      if (!segments[kind]) continue;
-      await env.request('POST', `/api/v1/languages/one-by-one/${segments[kind]}`, { token, body: parsed });
+      const segment = SEGMENT[kind as keyof typeof SEGMENT];
+      if (!segment) continue;
+      await env.request('POST', `/api/v1/languages/one-by-one/${segment}`, { token, body: parsed });
     }
     await env.drain();
     expect(await stateOf('bulk-mixed')).toEqual(await stateOf('one-by-one'));
