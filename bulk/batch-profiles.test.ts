@@ -46,45 +46,46 @@ describe('when the candidates of a block are collected from its bodies', () => {
 });
 
 describe('when a block of profile lines is matched against the profiles it found', () => {
-  it('should match by id first, then by email to the oldest profile', async () => {
-    const lines = [
-      { id: 'young', email: 'Shared@Example.test' },
-      { id: 'new', email: 'SHARED@example.test' },
-      { email: 'shared@example.test' },
-    ];
-    expect(await outcomes(viewOf(FOUND, lines), lines)).toEqual(['young', 'old', 'old']);
-  });
-
-  it('should ask a new profile for what it lacks, as a single request does', async () => {
-    const lines = [{ id: 'nobody' }, { email: 'nobody@example.test' }, { id: 'plain' }];
-    expect(await outcomes(viewOf(FOUND, lines), lines)).toEqual(['missing_parameters:email', 'missing_parameters:id', 'plain']);
-  });
-
-  it("should see the block's own writes: a profile created, an email moved, an email kept", async () => {
-    const lines = [
-      { id: 'p1', email: 'first@example.test' },
-      { email: 'FIRST@example.test', first_name: 'matched' },
-      { id: 'old', email: 'moved@example.test' },
-      { id: 'p2', email: 'shared@example.test' },
-      { email: 'moved@example.test' },
-      { id: 'young', first_name: 'email kept' },
-      { email: 'shared@example.test' },
-      { id: 'plain', email: 'moved@example.test' },
-      { email: 'moved@example.test' },
-    ];
-    expect(await outcomes(viewOf(FOUND, lines), lines)).toEqual(['p1', 'p1', 'old', 'young', 'old', 'young', 'young', 'plain', 'plain']);
-  });
-
-  it('should take a profile created in the block as younger than every profile it found', async () => {
-    const lines = [
-      { id: 'young', email: 'gone@example.test' },
-      { id: 'old', email: 'gone@example.test' },
-      { id: 'fresh', email: 'again@example.test' },
-      { id: 'old', email: 'again@example.test' },
-      { email: 'again@example.test' },
-      { email: 'gone@example.test' },
-    ];
-    expect(await outcomes(viewOf(FOUND, lines), lines)).toEqual(['young', 'old', 'fresh', 'old', 'old', 'young']);
+  it.each<[string, Array<Record<string, unknown>>, string[]]>([
+    [
+      'match by id first, then by email to the oldest profile',
+      [{ id: 'young', email: 'Shared@Example.test' }, { id: 'new', email: 'SHARED@example.test' }, { email: 'shared@example.test' }],
+      ['young', 'old', 'old'],
+    ],
+    [
+      'ask a new profile for what it lacks, as a single request does',
+      [{ id: 'nobody' }, { email: 'nobody@example.test' }, { id: 'plain' }],
+      ['missing_parameters:email', 'missing_parameters:id', 'plain'],
+    ],
+    [
+      "see the block's own writes: a profile created, an email moved, an email kept",
+      [
+        { id: 'p1', email: 'first@example.test' },
+        { email: 'FIRST@example.test', first_name: 'matched' },
+        { id: 'old', email: 'moved@example.test' },
+        { id: 'p2', email: 'shared@example.test' },
+        { email: 'moved@example.test' },
+        { id: 'young', first_name: 'email kept' },
+        { email: 'shared@example.test' },
+        { id: 'plain', email: 'moved@example.test' },
+        { email: 'moved@example.test' },
+      ],
+      ['p1', 'p1', 'old', 'young', 'old', 'young', 'young', 'plain', 'plain'],
+    ],
+    [
+      'take a profile created in the block as younger than every profile it found',
+      [
+        { id: 'young', email: 'gone@example.test' },
+        { id: 'old', email: 'gone@example.test' },
+        { id: 'fresh', email: 'again@example.test' },
+        { id: 'old', email: 'again@example.test' },
+        { email: 'again@example.test' },
+        { email: 'gone@example.test' },
+      ],
+      ['young', 'old', 'fresh', 'old', 'old', 'young'],
+    ],
+  ])('should %s', async (_name, lines, expected) => {
+    expect(await outcomes(viewOf(FOUND, lines), lines)).toEqual(expected);
   });
 
   it('should refuse to answer for an id or email the block did not look up', () => {
