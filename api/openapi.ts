@@ -6,7 +6,7 @@ import { registerOperationsPaths } from './openapi/operations.openapi.js';
 import { registerV1Paths } from './openapi/v1.openapi.js';
 
 /*
- * The API description (CONTRACT 10): OpenAPI 3.1 generated from the zod
+ * The API description (interface §10.3): OpenAPI 3.1 generated from the zod
  * schemas that validate requests. Each interface describes its operations in a
  * registrar; the document is the union of all registrars.
  *
@@ -48,7 +48,7 @@ const SECURITY_NOTES: Record<string, string> = {
 
 /**
  * What every operation shares, added once here rather than by each
- * registrar: the 405 of its path (CONTRACT 11: a wrong method on a known
+ * registrar: the 405 of its path (interface §11: a wrong method on a known
  * path), the request limit of bearer operations, and a description (the
  * summary, with how to authenticate).
  */

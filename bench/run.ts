@@ -40,7 +40,7 @@ const READ_DURATION_S = Number(process.env['BENCH_READ_DURATION_S'] ?? 15);
  */
 const WARMUP_S = Number(process.env['BENCH_WARMUP_S'] ?? 3);
 const BULK_LINES = Number(process.env['BENCH_BULK_LINES'] ?? 1_000_000);
-/** Lines of the customer file (the profiles phase): new profiles, each matched by rule 9 before it is written. */
+/** Lines of the customer file (the profiles phase): new profiles, each matched by the profile rule (interface §4.5) before it is written. */
 const PROFILE_LINES = Number(process.env['BENCH_PROFILE_LINES'] ?? 200_000);
 const BULK_TIMEOUT_S = Number(process.env['BENCH_BULK_TIMEOUT_S'] ?? 300);
 const WALK_TIMEOUT_S = Number(process.env['BENCH_WALK_TIMEOUT_S'] ?? 60);
@@ -526,7 +526,7 @@ async function main() {
   }
 
   if (PHASES.has('profiles')) {
-    // A shop's customers, sent whole: profiles are matched (rule 9: by id, then by email) before they are written.
+    // A shop's customers, sent whole: profiles are matched (the profile rule, interface §4.5: by id, then by email) before they are written.
     log(`profiles: ${PROFILE_LINES} lines`);
     const lines = Array.from(
       { length: PROFILE_LINES },

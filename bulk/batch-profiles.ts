@@ -16,7 +16,7 @@ export interface ProfileCandidates {
 
 /**
  * The ids and emails profile write bodies (`{"profile": {...}}`) send, as
- * rule 9 will look them up: an id as text (a number's too), an email as sent.
+ * the profile rule (interface §4.5) will look them up: an id as text (a number's too), an email as sent.
  * Bodies that are not records, and values of other types, name nothing.
  */
 export function profileCandidates(bodies: Iterable<unknown>): ProfileCandidates {
@@ -39,7 +39,7 @@ export function profileCandidates(bodies: Iterable<unknown>): ProfileCandidates 
 const FIRST_NEW_AGE = 2 ** 52;
 
 /**
- * A bulk batch's view of its language's profiles, for rule 9 (match by id,
+ * A bulk batch's view of its language's profiles, for the profile rule (interface §4.5: match by id,
  * then by email, the oldest first) over a block of consecutive profile lines
  * (docs/consistency.md, "Profile lines in runs"). One lookup at the block's
  * start gives every live profile that any line of the block can name; each

@@ -407,7 +407,7 @@ async function applyBatchOnce(
     return true;
   };
   /**
-   * Profile rule 9 over a block of consecutive profile lines: the language's
+   * The profile rule (interface §4.5) over a block of consecutive profile lines: the language's
    * profiles as the block found them, with the block's own writes
    * (bulk/batch-profiles.ts). Any other line ends the block; line by line,
    * each profile line looks itself up, as its single request does.

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { textSchema } from './primitives.schema.js';
 import { RECORD_KINDS } from './record-kinds.js';
 
-/** V2-SURFACE 6: what a custom attribute holds (date and datetime match the value fields of CONTRACT 8). */
+/** interface §18: what a custom attribute holds (date and datetime match the value fields of interface §8.4). */
 export const ATTRIBUTE_DATATYPES = ['string', 'integer', 'float', 'boolean', 'date', 'datetime'] as const;
 
 /** The record kinds a definition can describe. */

@@ -128,7 +128,7 @@ describe('when a body is validated by the compiled form of its schema', () => {
         if (expected.success) {
           accepted += 1;
         } else {
-          // A refused body is reported as the schema reports it (CONTRACT 4).
+          // A refused body is reported as the schema reports it (interface §4).
           const reported = toValidationError(expected.error, body);
           expect(() => parseOrThrow(schema, body)).toThrow(reported.message);
           try {

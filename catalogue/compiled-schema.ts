@@ -14,7 +14,7 @@ import { z as z4 } from 'zod/v4';
  * generated from every record kind's schema. Its refinements and transforms
  * are the schema's own functions, called with a context that only notes that
  * an issue was raised. What the compiled form refuses is parsed again by the
- * schema itself, which reports the problems (CONTRACT 4): errors keep their
+ * schema itself, which reports the problems (interface §4): errors keep their
  * exact zod 3 shape, and a refusal costs two parses, which only bad input pays.
  *
  * A node whose zod 4 twin is not known to behave the same (an email check, a

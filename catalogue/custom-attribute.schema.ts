@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { dateTimeSchema, textSchema } from './primitives.schema.js';
 
-/** The value fields of a custom attribute (CONTRACT 8); an attribute has exactly one of them. */
+/** The value fields of a custom attribute (interface §8.4); an attribute has exactly one of them. */
 export const CUSTOM_ATTRIBUTE_VALUE_FIELDS = ['string_value', 'integer_value', 'boolean_value', 'date_value', 'datetime_value'] as const;
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;

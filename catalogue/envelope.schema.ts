@@ -4,7 +4,7 @@ import { parseOrThrow } from './validation.js';
 
 /**
  * Unwraps a v1 write body `{"<key>": {...}}` and validates the record.
- * @throws {ValidationError} missing key, other top-level keys, or an invalid record (CONTRACT 4).
+ * @throws {ValidationError} missing key, other top-level keys, or an invalid record (interface §4).
  * @throws {BadRequestError} when the body is not a JSON object.
  */
 export function parseEnvelope<S extends z.ZodTypeAny>(key: string, body: unknown, schema: S): z.output<S> {

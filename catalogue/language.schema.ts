@@ -11,7 +11,7 @@ export const languageWriteSchema = z
   })
   .strict();
 
-/** v2 (V2-SURFACE 7): only the id is required; name and code are null until set. */
+/** v2 (interface §19): only the id is required; name and code are null until set. */
 export const languageV2WriteSchema = z
   .object({
     id: textSchema(1, 255),

@@ -23,7 +23,7 @@ const timestampParam = z
   .pipe(dateTimeSchema);
 
 /**
- * Query of every v2 list and sub-list (CONTRACT 8): pagination and strict
+ * Query of every v2 list and sub-list (interface §8.7): pagination and strict
  * timestamp filters. Unknown parameters are refused, repeated ones are invalid.
  */
 export const listQuerySchema = z
@@ -51,13 +51,13 @@ export const hasFilters = (filters: ListFilters): boolean =>
   filters.updated_after !== undefined ||
   filters.updated_before !== undefined;
 
-/** Lists of items without timestamps (order lines, cart products, V2-SURFACE 1.7): pagination only. */
+/** Lists of items without timestamps (order lines, cart products, interface §13.7): pagination only. */
 export const pageQuerySchema = listQuerySchema.pick({ page: true, per_page: true }).strict();
 
 export const MAX_EMAILS = 250;
 
 /**
- * `emails[]` of the profiles list (V2-SURFACE 8): repeatable (the only
+ * `emails[]` of the profiles list (interface §20): repeatable (the only
  * parameter that may repeat), up to 250 emails, compared in lower case.
  */
 const emailsParam = z

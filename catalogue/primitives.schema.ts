@@ -1,7 +1,7 @@
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 
-// The schemas here are also the API description's (CONTRACT 10): formats are stated where they are defined.
+// The schemas here are also the API description's (interface §10.3): formats are stated where they are defined.
 extendZodWithOpenApi(z);
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -13,7 +13,7 @@ export const isStorableText = (value: string): boolean => !value.includes('\u000
 export const textSchema = (min = 0, max = 65_535) =>
   z.string().min(min).max(max).refine(isStorableText, 'must not contain NUL characters or unpaired surrogates');
 
-/** v1 ids and references: a string of 1..255 characters or an integer, stored as the same string (CONTRACT 2). */
+/** v1 ids and references: a string of 1..255 characters or an integer, stored as the same string (interface §2.1). */
 export const idSchema = z
   .union([textSchema(1, 255), z.number().int().safe()])
   .transform((value) => String(value))

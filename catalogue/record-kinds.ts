@@ -12,11 +12,11 @@ import {
   urlSchema,
 } from './primitives.schema.js';
 
-/** The record kinds of SPEC: every one has a v1 write and a v2 write (languages have their own table). */
+/** The record kinds of interface §12: every one has a v1 write and a v2 write (languages have their own table). */
 export const RECORD_KINDS = ['brand', 'category', 'product', 'variant', 'review', 'profile', 'order', 'shopping_cart'] as const;
 export type RecordKind = (typeof RECORD_KINDS)[number];
 
-/** Kinds that exist only in v2 (V2-SURFACE 4 and 5): stored like records, written only by v2 PUTs and bulk lines. */
+/** Kinds that exist only in v2 (interface §16 and §17): stored like records, written only by v2 PUTs and bulk lines. */
 export const EVENT_KINDS = ['global_unsubscribe', 'purchase_event'] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
@@ -27,7 +27,7 @@ export type StoredKind = (typeof STORED_KINDS)[number];
 /** What deleting the referenced record does to a record pointing at it. */
 export type OnParentDelete = 'cascade' | 'set-null' | 'keep';
 
-/** A single reference held as a field of the record (CONTRACT 5). */
+/** A single reference held as a field of the record (interface §5.3). */
 export interface SingleRef {
   field: string;
   kind: StoredKind;
@@ -54,13 +54,13 @@ export interface KindDefinition {
   schema: z.ZodTypeAny;
   /** Fields stored in `data` and shown in every response (besides id). */
   dataFields: string[];
-  /** Whether the kind has created_at / updated_at in its SPEC table. */
+  /** Whether the kind has created_at / updated_at in its field table (interface §12.3). */
   timestamps: { created: boolean; updated: boolean };
   refs: SingleRef[];
   lists: ListRelation[];
   /** Ids named in array-valued data fields that get stubs (order products, cart products). */
   stubLists: Array<{ field: string; kind: StoredKind; path: 'self' | 'id' }>;
-  /** The v2 write (PUT on the collection, V2-SURFACE 2): every kind has one. */
+  /** The v2 write (PUT on the collection, interface §14): every kind has one. */
   v2: V2Definition;
   /** The body field that names the record when it has no `id` of its own (a purchase event's order, an unsubscribe's email). */
   idFrom?: { field: string; lowerCase?: boolean };
@@ -158,7 +158,7 @@ const reviewSchema = z
   })
   .strict();
 
-/** `id` and `email` are both optional here: rule 9 is applied after matching (see record.service). */
+/** `id` and `email` are both optional here: the profile rule (interface §4.5) is applied after matching (see record.service). */
 const profileSchema = z
   .object({
     id: idSchema.optional(),
@@ -218,10 +218,10 @@ const shoppingCartSchema = z
   })
   .strict();
 
-/** v2 identifiers are strings (SPEC "v2 records"), 1..255 characters like every id. */
+/** v2 identifiers are strings (interface §2.2), 1..255 characters like every id. */
 export const v2IdSchema = textSchema(1, 255);
 
-/** Order lines in v2: a product appears in at most one line (V2-SURFACE 2). */
+/** Order lines in v2: a product appears in at most one line (interface §14.2). */
 export const orderLineV2Schema = z
   .object({
     id: v2IdSchema,
@@ -331,7 +331,7 @@ const orderV2Schema = z
     number: optional(text),
     price: optional(finiteNumber),
     paid: optional(z.boolean()),
-    // SPEC's four values stay canonical; v2 also takes a shop's own status (V2-SURFACE 2).
+    // The four values of interface §12.4 stay canonical; v2 also takes a shop's own status (interface §14.3).
     status: optional(textSchema(1, 64)),
     deliver_date: optional(dateTimeSchema),
     shopping_cart_id: optional(v2IdSchema),
@@ -574,7 +574,7 @@ export const isStoredKind = (key: string): key is StoredKind => (STORED_KINDS as
 
 /**
  * The v2 sub-resources that write one item of a parent's line list
- * (V2-SURFACE 3): PUT and DELETE .../{segment}/{parent_id}/products/{product_id}.
+ * (interface §15): PUT and DELETE .../{segment}/{parent_id}/products/{product_id}.
  */
 export const LINE_LISTS = {
   order: { field: 'products', item: 'object' },

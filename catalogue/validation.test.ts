@@ -20,7 +20,7 @@ function failure(kind: keyof typeof KINDS, input: unknown): ValidationError {
 }
 
 describe('when paths inside a record are named', () => {
-  it('should write them as CONTRACT 4 does', () => {
+  it('should write them as interface §4 does', () => {
     expect(formatPath(['products', 0, 'id'])).toBe('products[0].id');
     expect(formatPath(['name'])).toBe('name');
     expect(formatPath([3])).toBe('[3]');
@@ -95,7 +95,7 @@ describe('when fields are invalid', () => {
     const error = failure(kind, input);
     expect(error.message).toBe(`Invalid parameters: ${described}`);
     const name = described.slice(0, described.indexOf(' ('));
-    // The body keeps CONTRACT 4's shape: the names, and the message.
+    // The body keeps interface §4.3's shape: the names, and the message.
     expect(error.body()).toEqual({ error: { message: error.message, invalid_parameters: [name] } });
   });
 

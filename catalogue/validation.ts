@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { ValidationError } from '../platform/errors.js';
 import { compiledSchema } from './compiled-schema.js';
 
-/** `['products', 0, 'id']` becomes `products[0].id`, the naming of CONTRACT 4. */
+/** `['products', 0, 'id']` becomes `products[0].id`, the naming of interface §4.3. */
 export function formatPath(path: ReadonlyArray<string | number>): string {
   let out = '';
   for (const part of path) {
@@ -22,7 +22,7 @@ function valueAt(input: unknown, path: ReadonlyArray<string | number>): unknown 
 }
 
 /**
- * Parses `input` with `schema` and reports problems in the order of CONTRACT 4:
+ * Parses `input` with `schema` and reports problems in the order of interface §4.3:
  * missing required fields first, then unknown fields, then wrong types and
  * formats. `prefix` is prepended to every reported name.
  * @throws {ValidationError} with the first class of problem found.
@@ -113,7 +113,7 @@ function bound(issue: z.ZodIssue & { code: 'too_small' | 'too_big' }): string {
 
 /**
  * What the field should have been, for the message of an invalid_parameters
- * error (CONTRACT 4 names the fields; this says what each one expected):
+ * error (interface §4.3 names the fields; this says what each one expected):
  * "expected a number, got a string", "expected one of processing, shipped".
  */
 export function expectation(issue: z.ZodIssue, value: unknown): string {

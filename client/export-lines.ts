@@ -94,7 +94,7 @@ export function exportLine(kind: RecordKind, record: Record<string, unknown>): E
     }
     fields[name] = keepItemFields(schema.shape[name], name, value, dropped);
   }
-  // A profile is created only with an email (CONTRACT 4, rule 9), which the schema cannot say: one without is a stub.
+  // A profile is created only with an email (interface §4.5), which the schema cannot say: one without is a stub.
   if (kind === 'profile' && fields['email'] === undefined) return { skipped: 'stub', dropped: [] };
   const parsed = schema.safeParse(fields);
   if (!parsed.success) {

@@ -22,7 +22,7 @@ export class ClientError extends Error {
   }
 }
 
-/** The message of any of the service's error bodies (CONTRACT 3, 4, 11). */
+/** The message of any of the service's error bodies (interface §3, §4, §11). */
 export function errorText(body: unknown, status: number): string {
   if (body && typeof body === 'object' && 'error' in body) {
     const { error, error_description: description } = body as { error: unknown; error_description?: unknown };

@@ -1,6 +1,6 @@
 /**
  * Every error the service raises on purpose is an AppError. The API's error
- * middleware turns each subclass into the exact body of CONTRACT.md; anything
+ * middleware turns each subclass into the exact body of docs/interface.md; anything
  * else is unexpected and becomes the generic 500.
  */
 export abstract class AppError extends Error {

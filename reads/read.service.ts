@@ -39,7 +39,7 @@ import {
 } from './read.repository.js';
 
 /**
- * The v2 reads (CONTRACT 8): lists and sub-lists with pagination and
+ * The v2 reads (interface §8): lists and sub-lists with pagination and
  * filters, single records, and the shapes they are shown in.
  */
 
@@ -61,7 +61,7 @@ const CREATED: ItemShape = [{ key: 'created_at', from: 'created_at' }];
 const UPDATED: ItemShape = [{ key: 'updated_at', from: 'updated_at' }];
 const CUSTOM_ATTRIBUTES: ItemShape = [{ key: 'custom_attributes', from: 'custom_attributes' }];
 
-/** SPEC "product (v2)": own fields, brand, current links and custom attributes. */
+/** interface §8.2 (product): own fields, brand, current links and custom attributes. */
 const PRODUCT: ItemShape = [
   ...ID,
   ...fields('name', 'visible', 'main_image', 'url', 'short_description', 'price', 'brand_id'),
@@ -72,7 +72,7 @@ const PRODUCT: ItemShape = [
   ...UPDATED,
 ];
 
-/** SPEC "category (v2)". */
+/** interface §8.2 (category). */
 const CATEGORY: ItemShape = [
   ...ID,
   ...fields('name', 'parent_category_id'),
@@ -84,7 +84,7 @@ const CATEGORY: ItemShape = [
 ];
 
 /**
- * Every other kind in its v2 shape (V2-SURFACE 2): the v1 field table plus
+ * Every other kind in its v2 shape (interface §14): the v1 field table plus
  * the v2 fields, read-only lists derived from the record, the kind's timestamps.
  */
 const v2Shape = (kind: StoredKind, derived: ItemShape = []): ItemShape => {
@@ -105,7 +105,7 @@ const v2Shape = (kind: StoredKind, derived: ItemShape = []): ItemShape => {
 const SHAPES: Record<StoredKind, ItemShape> = {
   product: PRODUCT,
   category: CATEGORY,
-  /** SPEC "brand": product_ids are the live products whose brand_id is the brand. */
+  /** interface §14.1 (brand): product_ids are the live products whose brand_id is the brand. */
   brand: v2Shape('brand', [{ key: 'product_ids', from: 'brand_products' }]),
   variant: v2Shape('variant'),
   review: v2Shape('review'),
@@ -122,7 +122,7 @@ const SHAPES: Record<StoredKind, ItemShape> = {
   purchase_event: [{ key: 'order_id', from: 'id' }, ...fields('profile_id', 'visitor_token'), ...CREATED, ...UPDATED],
 };
 
-/** Summary items of the sub-listings and the profiles list (SPEC "Summary items", CONTRACT 8). */
+/** Summary items of the sub-listings and the profiles list (interface §8.3). */
 const renamed = (key: string, field: string): ItemShape => [{ key, from: 'field', field }];
 const VARIANT_SUMMARY: ItemShape = [...ID, ...renamed('name', 'title'), ...renamed('price', 'price_incl'), ...fields('main_image')];
 const CATEGORY_SUMMARY: ItemShape = ID;
@@ -186,7 +186,7 @@ async function present(db: CommonQueryMethods, langKey: number, shape: ItemShape
 }
 
 /**
- * Validates a list query (CONTRACT 8).
+ * Validates a list query (interface §8.7).
  * @throws {ValidationError} unknown_parameters, or invalid_parameters for a value out of range or malformed.
  */
 export function parseListQuery(query: Record<string, unknown>): ListQuery {
@@ -333,7 +333,7 @@ export function listRecords(context: ReadContext, languageId: string, kind: Stor
   return listOf(context, languageId, query, { kind, scope: { type: 'all' }, shape: SHAPES[kind] });
 }
 
-/** GET /languages/{language_id}/brands/{brand_id}/products: whole v2 products (V2-SURFACE 3). */
+/** GET /languages/{language_id}/brands/{brand_id}/products: whole v2 products (interface §15). */
 export function listBrandProducts(context: ReadContext, languageId: string, brandId: string, query: Record<string, unknown>) {
   return listOf(context, languageId, query, {
     kind: 'product',
@@ -343,7 +343,7 @@ export function listBrandProducts(context: ReadContext, languageId: string, bran
   });
 }
 
-/** GET /languages/{language_id}/products/{product_id}/relevant_products: whole v2 products (V2-SURFACE 3). */
+/** GET /languages/{language_id}/products/{product_id}/relevant_products: whole v2 products (interface §15). */
 export function listRelevantProducts(context: ReadContext, languageId: string, productId: string, query: Record<string, unknown>) {
   return listOf(context, languageId, query, {
     kind: 'product',
@@ -355,7 +355,7 @@ export function listRelevantProducts(context: ReadContext, languageId: string, p
 
 /**
  * GET .../orders/{order_id}/products and .../shopping_carts/{cart_id}/products
- * (V2-SURFACE 3): the parent's lines in line order, `page` and `per_page` only.
+ * (interface §15): the parent's lines in line order, `page` and `per_page` only.
  * @throws {LanguageNotFoundError} @throws {RecordNotFoundError} @throws {ValidationError}
  */
 export async function listLines(

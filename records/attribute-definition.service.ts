@@ -12,7 +12,7 @@ import { ValidationError } from '../platform/errors.js';
 import { pageOfAttributeDefinitions, upsertAttributeDefinition } from './attribute-definition.repository.js';
 
 /*
- * Custom attribute definitions (V2-SURFACE 6): per account, no language.
+ * Custom attribute definitions (interface §18): per account, no language.
  * They describe the custom attributes of a resource and never reject a
  * write, so no write depends on the order in which a shop sets things up.
  */
@@ -20,7 +20,7 @@ import { pageOfAttributeDefinitions, upsertAttributeDefinition } from './attribu
 /**
  * PUT /api/v2/custom_attributes: creates the definition of (resource, handle)
  * or updates its name, description and datatype.
- * @throws {ValidationError} per CONTRACT 4; `name` giving an empty handle is invalid.
+ * @throws {ValidationError} per interface §4; `name` giving an empty handle is invalid.
  */
 export async function saveAttributeDefinition(db: Database, accountId: number, body: unknown): Promise<AttributeDefinition> {
   const input = parseEnvelope('custom_attribute', body, attributeDefinitionWriteSchema);

@@ -25,7 +25,7 @@ export async function saveLanguage(context: WriteContext, input: LanguageWrite) 
  * Deletes a language. Writes in flight hold the language's shared lock, so
  * they finish before it goes; its records are purged in the background.
  * @returns the language as it was, or null when there was none (v1 answers
- * 200 all the same, SPEC has no 404 there; v2 answers 404).
+ * 200 all the same, as interface §4.8 says; v2 answers 404).
  */
 export async function deleteLanguage(context: WriteContext, languageId: string) {
   const row = await context.db.transaction(async (tx) => {

@@ -23,7 +23,7 @@ export async function findLiveRecord(db: CommonQueryMethods, langKey: number, ki
   `);
 }
 
-/** The oldest live profile with this email, compared case-insensitively (profile rule 9). */
+/** The oldest live profile with this email, compared case-insensitively (the profile rule, interface §4.5). */
 export async function findProfileByEmail(db: CommonQueryMethods, langKey: number, email: string): Promise<StoredRecord | null> {
   return db.maybeOne(sql.type(storedRecord)`
     SELECT id, data, created_at, updated_at
@@ -76,7 +76,7 @@ const matchableProfile = z.object({ id: z.string(), email: z.string().nullable()
 const loweredEmail = z.object({ email: z.string(), lowered: z.string() });
 
 /**
- * What profile rule 9 needs of the language's profiles for a set of ids and
+ * What the profile rule (interface §4.5) needs of the language's profiles for a set of ids and
  * emails: each email as `lower()` turns it (the comparison findProfileByEmail
  * makes; JavaScript's lower-casing differs from Postgres' for some letters),
  * and every live profile that has one of the ids or one of those emails, with

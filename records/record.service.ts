@@ -43,7 +43,7 @@ export function writeView(kind: StoredKind, generation: Generation = 'v1'): Kind
   return { ...definition, schema: definition.v2.schema, dataFields: definition.v2.dataFields, lists: [] };
 }
 
-/** A v1 order line: `{id, quantity}`, quantity null when unset; v2's line fields are not shown (V2-SURFACE 1.6). */
+/** A v1 order line: `{id, quantity}`, quantity null when unset; v2's line fields are not shown (interface §13.6). */
 const v1OrderLines = (value: unknown) =>
   Array.isArray(value) ? value.map((line: Record<string, unknown>) => ({ id: line['id'], quantity: line['quantity'] ?? null })) : value;
 
@@ -77,7 +77,7 @@ function splitInput(definition: KindDefinition, input: Record<string, unknown>) 
 }
 
 /**
- * Where profile rule 9 looks profiles up: the language's profiles in the
+ * Where the profile rule (interface §4.5) looks profiles up: the language's profiles in the
  * database, or a bulk batch's view of them (bulk/batch-profiles.ts).
  */
 export interface ProfileDirectory {
@@ -96,7 +96,7 @@ export function databaseProfiles(db: CommonQueryMethods, langKey: number): Profi
 }
 
 /**
- * Applies CONTRACT 4's profile rule 9: match by id, then by email
+ * Applies the profile rule of interface §4.5: match by id, then by email
  * (case-insensitive), keeping the matched profile's id; a new profile needs both.
  * @throws {ValidationError} missing id or email for a profile that does not exist.
  */
@@ -114,7 +114,7 @@ async function resolveProfileId(profiles: ProfileDirectory, input: Record<string
   return id!;
 }
 
-/** parseEnvelope; a v2 write sending a read-only field is told how to change it (CONTRACT 8, V2-SURFACE 2). */
+/** parseEnvelope; a v2 write sending a read-only field is told how to change it (interface §8, §14). */
 function parseEnvelopeHinted(kind: StoredKind, body: unknown, definition: KindDefinition, generation: Generation): Record<string, unknown> {
   try {
     return parseEnvelope(kind, body, definition.schema) as Record<string, unknown>;
@@ -134,8 +134,8 @@ function parseEnvelopeHinted(kind: StoredKind, body: unknown, definition: KindDe
 }
 
 /**
- * parseEnvelopeHinted, except that profile rule 9's missing id/email (which needs the
- * database) still comes before unknown and invalid fields (CONTRACT 4 order).
+ * parseEnvelopeHinted, except that the profile rule's missing id/email (which needs the
+ * database) still comes before unknown and invalid fields (interface §4.3 order).
  */
 async function parseRecord(
   kind: StoredKind,
@@ -147,7 +147,7 @@ async function parseRecord(
   try {
     return parseEnvelopeHinted(kind, body, definition, generation);
   } catch (error) {
-    // v2 profiles need both id and email on every write, so only v1's rule 9 reads the database first.
+    // v2 profiles need both id and email on every write, so only v1's profile rule (interface §4.5) reads the database first.
     if (kind !== 'profile' || generation === 'v2' || !(error instanceof ValidationError) || error.errorClass === 'missing_parameters')
       throw error;
     const raw = (body as Record<string, unknown>)['profile'];
@@ -181,8 +181,8 @@ export interface PreparedWrite {
 }
 
 /**
- * Validates a v1 write body (CONTRACT 4) and resolves the record it targets
- * (profile rule 9 reads the database).
+ * Validates a v1 write body (interface §4) and resolves the record it targets
+ * (the profile rule of interface §4.5 reads the database).
  * @throws {ValidationError}
  */
 export async function prepareWrite(
@@ -197,7 +197,7 @@ export async function prepareWrite(
 }
 
 /**
- * prepareWrite of a profile, matched (rule 9) against `profiles`.
+ * prepareWrite of a profile, matched (the profile rule, interface §4.5) against `profiles`.
  * @throws {ValidationError}
  */
 export async function prepareProfileWrite(
@@ -214,7 +214,7 @@ export async function prepareProfileWrite(
 
 /**
  * prepareWrite of a kind whose id is in its body: every kind but the profile
- * (rule 9 matches profiles in the database). It reads nothing, so a bulk
+ * (the profile rule of interface §4.5 matches profiles in the database). It reads nothing, so a bulk
  * batch can prepare its lines before its turn (bulk/batch.prefetcher.ts).
  * @throws {ValidationError}
  */
@@ -236,7 +236,7 @@ function preparedOf(
   return { kind, id, fields, lists, times, payload: { ...input, id }, generation };
 }
 
-/** The record's id: its `id`, or the body field that names it (V2-SURFACE 4, 5). */
+/** The record's id: its `id`, or the body field that names it (interface §16, §17). */
 function recordIdOf(definition: KindDefinition, input: Record<string, unknown>): string {
   if (!definition.idFrom) return input['id'] as string;
   const value = input[definition.idFrom.field] as string;
@@ -293,7 +293,7 @@ export function presentWrite(prepared: PreparedWrite, record: StoredRecord): Rec
  * Validates and saves one record (a v1 POST body, or a v2 PUT body with
  * `generation` 'v2'): the record's own fields are durable when this returns;
  * stubs, links and audit entries follow through the outbox.
- * @throws {ValidationError} per CONTRACT 4 and 8. @throws {LanguageNotFoundError}
+ * @throws {ValidationError} per interface §4 and §8. @throws {LanguageNotFoundError}
  */
 export async function saveRecord(
   context: WriteContext,
@@ -324,7 +324,7 @@ export async function storeRecord(
     try {
       prepared = await prepareWrite(context.db, language.lang_key, kind, body, generation);
     } catch (error) {
-      // A deleted language answers 404 before any validation error (CONTRACT 4), even while cached here.
+      // A deleted language answers 404 before any validation error (interface §4), even while cached here.
       if (!fresh) await requireLanguage(context.db, context.accountId, languageId);
       throw error;
     }
@@ -372,7 +372,7 @@ export async function lookupProfile(db: Database, accountId: number, languageId:
 }
 
 /**
- * A v2 link writer (V2-SURFACE 3, CONTRACT 8): a product's category
+ * A v2 link writer (interface §15, §8): a product's category
  * assignment or related product, added (PUT) or removed (DELETE). Both
  * records must exist; no stubs. The link is applied by the worker in write
  * order, like every relation change.
@@ -416,7 +416,7 @@ export async function changeLinkIn(
   await queueChange(tx, langKey, 'product', action, productId, origin, { [link.payloadKey]: otherId });
 }
 
-/** A line as the order lines list shows it (V2-SURFACE 3). */
+/** A line as the order lines list shows it (interface §15). */
 export interface OrderLine {
   id: string;
   quantity: number | null;
@@ -442,7 +442,7 @@ const lineProduct = (line: OrderLine | string) => (typeof line === 'string' ? li
 
 /**
  * PUT .../orders/{order_id}/products/{product_id} or
- * .../shopping_carts/{cart_id}/products/{product_id} (V2-SURFACE 3): appends
+ * .../shopping_carts/{cart_id}/products/{product_id} (interface §15): appends
  * the product's line, or updates it in place (sent fields replace, omitted
  * keep); where a v1 order repeats the product, one line stays, at the first
  * one's place. The parent is read and written under its row lock, so the
@@ -463,7 +463,7 @@ export async function putLine(
 }
 
 /**
- * DELETE of a line (V2-SURFACE 3): removes every line of the product; 204
+ * DELETE of a line (interface §15): removes every line of the product; 204
  * also when there is none, and then nothing is written.
  * @throws {LanguageNotFoundError} @throws {RecordNotFoundError} the parent.
  */

@@ -217,7 +217,7 @@ export class EntryApplier {
     }
     const fansOut = KINDS[kind].fansOut;
     if (fansOut) {
-      // A global unsubscribe (V2-SURFACE 4): every profile that has the email at this point of the serial order gets
+      // A global unsubscribe (interface §16): every profile that has the email at this point of the serial order gets
       // the value, unless a later write of the profile set that field; one audit entry per profile.
       const changes = { [fansOut.field]: payload[fansOut.field] };
       phases.push(async ({ after }, limit) => {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { appliedThroughOf } from './applier.repository.js';
 
 /*
- * What `sync-status` counts (CONTRACT 7 and 9), defined here only.
+ * What `sync-status` counts (interface §7 and §9), defined here only.
  *
  * `pending`: accepted changes whose effects are not applied yet (0 = drained).
  * `failed`: work that was really not done and will not be without someone

@@ -115,7 +115,7 @@ describe('when the audit log is read through /admin/api/audit', () => {
   });
   afterAll(() => env.close());
 
-  it('should list every entry oldest first with the fields of CONTRACT 9', async () => {
+  it('should list every entry oldest first with the fields of interface §9.2', async () => {
     const response = await audit();
     expect(response.status).toBe(200);
     const entries = response.body.data as Array<Record<string, unknown>>;

@@ -130,7 +130,7 @@ describe('when a token of account A addresses a language of account B', () => {
     });
     expect(created.status).toBe(200);
 
-    // deleteLanguage has no 404 (SPEC), so A is told "deleted" without seeing B's data.
+    // deleteLanguage has no 404 (interface §4.8), so A is told "deleted" without seeing B's data.
     const deleted = await env.request('DELETE', `/api/v1/languages/${id}`, { token: tokenA });
     expect(deleted.status).toBe(200);
     expect(deleted.body).toEqual({ language: { id }, message: 'Language successfully deleted' });

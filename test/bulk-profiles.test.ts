@@ -7,7 +7,7 @@ import { comparableState } from './support/state.js';
 import { SEGMENT } from './support/v2-client.js';
 
 /*
- * Consecutive profile lines of a bulk file are matched (rule 9: by id, then
+ * Consecutive profile lines of a bulk file are matched (the profile rule, interface §4.5: by id, then
  * by email, the oldest first) against one look at the language's profiles
  * and the lines before them, and stored as runs (docs/consistency.md,
  * "Profile lines in runs"). A file whose profiles keep matching each other
@@ -95,7 +95,7 @@ describe.each([
     const errors = await sendOneByOne(generation, oneByOne, lines);
     expect(job.errors).toEqual(errors);
     expect(job).toMatchObject({ status: 'completed', saved: lines.length - errors.length, failed: errors.length });
-    // The file exercises each way rule 9 refuses a line, and a refused field.
+    // The file exercises each way the profile rule (interface §4.5) refuses a line, and a refused field.
     const refusals = JSON.stringify(errors);
     expect(refusals).toContain('"missing_parameters":["id"]');
     expect(refusals).toContain('"missing_parameters":["email"]');

@@ -259,7 +259,7 @@ describe('when a v2 file writes orders and carts line by line', () => {
 /**
  * The v2 operations of the model test as bulk lines. Whether a record that
  * exists only as a stub (or is gone only by a cascade) is there when a
- * request arrives depends on the worker's pace (CONTRACT 7 promises it once
+ * request arrives depends on the worker's pace (interface §7 promises it once
  * drained), for a file and for requests alike: deletes and links name only
  * records the file wrote itself, and that no cascade removes here.
  */

@@ -204,7 +204,7 @@ describe('when a long random file mixes kinds, repeats ids and deletes', () => {
         written.add(`brand:${brand}`);
       } else if (roll < 0.9) {
         // Only records this file wrote itself: whether a stub exists yet when its delete arrives depends on the
-        // worker's pace (CONTRACT 7 makes stubs visible once drained), for bulk lines and single requests alike.
+        // worker's pace (interface §7.2 makes stubs visible once drained), for bulk lines and single requests alike.
         const candidates = [...written];
         if (candidates.length === 0 || random() < 0.1) {
           lines.push(JSON.stringify({ delete: { kind: 'brand', id: 'never-written' } }));

@@ -125,7 +125,7 @@ describe('when the service is healthy', () => {
     });
   });
 
-  // CONTRACT 11: a client mistake is never a 500. Postgres refuses U+0000 in text
+  // interface §11.2: a client mistake is never a 500. Postgres refuses U+0000 in text
   // and unpaired surrogates in jsonb, so the service must refuse them first.
   describe('when a string holds a character Postgres cannot store', () => {
     it.each([

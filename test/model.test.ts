@@ -189,7 +189,7 @@ describe('when the worker is stopped while random v1 and v2 requests are accepte
 });
 
 /*
- * The rest of v2 (V2-SURFACE): PUTs and DELETEs of every kind, order and
+ * The rest of v2 (interface §13-21): PUTs and DELETEs of every kind, order and
  * cart line writes, related-product links and global unsubscribes, mixed
  * with v1 writes and deletes. One at a time (the model decides which
  * requests leave no audit entry), concurrently (replayed in the service's

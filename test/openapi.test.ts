@@ -29,7 +29,7 @@ import { checkResponse, UndocumentedResponseError } from './support/openapi-chec
  * /docs/{asset}, and the queue dashboard's internals (its page is documented as
  * GET /admin/queues; its JSON calls and assets are a mounted app of bull-board's,
  * not a router of ours). Health probes, /metrics, /openapi.json and /docs are in
- * the document. SPEC's POST /api/v1/languages/ (with the slash) is documented as its own path.
+ * the document. The POST /api/v1/languages/ of interface §4.1 (with the slash) is documented as its own path.
  */
 const UNDOCUMENTED = new Set(['GET /docs/{asset}']);
 /** Served by mounted Koa apps rather than routers: only their entry pages are operations. */
@@ -102,7 +102,7 @@ describe('when the API description is fetched', () => {
     expect(served.size).toBeGreaterThan(20);
   });
 
-  it("should pass Redocly's recommended lint rules with no error, and warn only of SPEC's trailing slash and the license", async () => {
+  it("should pass Redocly's recommended lint rules with no error, and warn only of the trailing slash of interface §4.1 and the license", async () => {
     const directory = await mkdtemp(path.join(tmpdir(), 'openapi-'));
     try {
       const file = path.join(directory, 'openapi.json');
@@ -120,7 +120,7 @@ describe('when the API description is fetched', () => {
       const errors = report.problems.filter((problem) => problem.severity === 'error').map((problem) => problem.message);
       expect(errors).toEqual([]);
       expect(report.totals.errors).toBe(0);
-      // docs/decisions.md, "The document is the wire": the path SPEC spells with a slash, and no license for a private project.
+      // docs/decisions.md, "The document is the wire": the path interface §4.1 spells with a slash, and no license for a private project.
       const warnings = report.problems
         .filter((problem) => problem.severity === 'warn')
         .map((problem) => `${problem.ruleId}: ${problem.message}`);

@@ -54,7 +54,7 @@ function badWrites(): Array<[string, string, string]> {
   }
   for (const value of NOT_RECORDS) {
     cases.push(['PUT', '/api/v2/custom_attributes', body(value)]);
-    // A line's body is optional (V2-SURFACE 3): JSON null is taken as no body.
+    // A line's body is optional (interface §15): JSON null is taken as no body.
     if (value !== null) cases.push(['PUT', '/api/v2/languages/nl/orders/O1/products/P1', body(value)]);
   }
   return cases;

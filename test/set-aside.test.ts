@@ -217,7 +217,7 @@ describe('when set-aside changes are acted on wrongly', () => {
       401,
       { error: 'Admin credentials are required' },
     ],
-  ])('should answer %s as the contract says', async (_case, method, path, headers, raw, status, body) => {
+  ])('should answer %s as documented', async (_case, method, path, headers, raw, status, body) => {
     const response = await env.request(method, path, { headers: headers(), raw });
     expect(response.status, response.text).toBe(status);
     expect(response.body).toEqual(body);

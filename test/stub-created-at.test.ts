@@ -5,7 +5,7 @@ import { startEnvironment, type TestEnvironment } from './support/harness.js';
 /*
  * A stub applied after the write that fills it (the worker behind the API):
  * in serial order the stub came first and the write updated it, so the write's
- * own created_at, when it gave one, is the record's (CONTRACT 4, 7).
+ * own created_at, when it gave one, is the record's (interface §4, §7).
  */
 
 let env: TestEnvironment;

@@ -5,8 +5,8 @@ import { field, liveIds, liveRecord, type RecordKindName } from './support/state
 
 /**
  * v1 create-or-update and delete of the eight language-scoped record kinds,
- * against SPEC.md ("Resources and their fields", v1 "Endpoints", "Errors")
- * and CONTRACT.md sections 2 and 4. One table row per kind; every behaviour
+ * against interface §12, §4.1 and §11
+ * and interface §2 and §4. One table row per kind; every behaviour
  * is checked for every kind.
  */
 
@@ -19,9 +19,9 @@ interface KindCase {
   /** As in messages and 404 bodies. */
   resource: string;
   segment: string;
-  /** Every scalar field of the kind besides id and the timestamps (SPEC tables). */
+  /** Every scalar field of the kind besides id and the timestamps (interface §12.3). */
   fields: string[];
-  /** The kind's timestamp fields (SPEC tables). */
+  /** The kind's timestamp fields (interface §12.3). */
   times: Array<'created_at' | 'updated_at'>;
   /** A minimal valid record; references are given as integers where possible. */
   minimal: (id: string | number) => Body;
@@ -494,7 +494,7 @@ describe.each(CASES)('when a $kind is written through v1', (c) => {
   });
 });
 
-describe('when profiles are matched (rule 9)', () => {
+describe('when profiles are matched (the profile rule, interface §4.5)', () => {
   const lang = 'l-profile-rules';
   const save = (profile: Body) => post(lang, 'profiles', { profile });
   const get = (query: string, languageId = lang) => env.request('GET', `/api/v1/languages/${languageId}/profiles${query}`, { token });

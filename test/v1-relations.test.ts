@@ -16,7 +16,7 @@ import {
 import { SEGMENT } from './support/v2-client.js';
 
 /**
- * SPEC v1 upsert and delete rules and CONTRACT 5-6: every row sends its
+ * interface §5-6: every row sends its
  * requests in a fresh language, waits until the worker has applied all
  * queued effects, then checks the stored state in Postgres.
  */
@@ -50,7 +50,7 @@ interface View {
   /** lang_key of the language before the row's requests ran. */
   langKeyBefore: number;
   record(kind: RecordKindName, id: string): Promise<StoredRow | null>;
-  /** The record's data without null fields (a stub has only what the CONTRACT says it holds). */
+  /** The record's data without null fields (a stub has only what interface §5.5 says it holds). */
   fields(kind: RecordKindName, id: string): Promise<Body | null>;
   ids(kind: RecordKindName): Promise<string[]>;
   links(rel: LinkRel): Promise<Array<[string, string]>>;
@@ -63,7 +63,7 @@ interface Row {
 }
 
 const ROWS: Row[] = [
-  // ---- Upsert rules (SPEC v1 upsert rules 2-8, CONTRACT 5) ----
+  // ---- Upsert rules (interface §5) ----
   {
     rule: 'createBrand: product_ids stubs missing products and sets their brand_id',
     requests: [post('product', { id: 'p1', name: 'Kept' }), post('brand', { id: 'b1', name: 'Brand', product_ids: ['p1', 2] })],
@@ -243,7 +243,7 @@ const ROWS: Row[] = [
     },
   },
 
-  // ---- Delete rules (SPEC v1 delete rules, CONTRACT 6) ----
+  // ---- Delete rules (interface §6) ----
   {
     rule: 'deleteProduct: deletes its variants, its category links and its relevant links both ways; keeps reviews, brand, orders, carts',
     requests: [

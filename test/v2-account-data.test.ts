@@ -3,7 +3,7 @@ import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { auditOf, langKeyOf, liveRecord, recordCount } from './support/state.js';
 import { ids, openShop, type Shop } from './support/v2-client.js';
 
-/** V2-SURFACE 4-9: global unsubscribes, purchase events, attribute definitions, languages, the profiles filter, tenancy. */
+/** interface §16-21: global unsubscribes, purchase events, attribute definitions, languages, the profiles filter, tenancy. */
 
 let env: TestEnvironment;
 let shop: Shop;

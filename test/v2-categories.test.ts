@@ -3,7 +3,7 @@ import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { auditOf } from './support/state.js';
 import { at, ids, openShop, type Shop } from './support/v2-client.js';
 
-/** SPEC v2 categories, CONTRACT 8: PUT, GET, DELETE, the products sub-listing, parent stubs. */
+/** v2 categories (interface §8): PUT, GET, DELETE, the products sub-listing, parent stubs. */
 
 let env: TestEnvironment;
 

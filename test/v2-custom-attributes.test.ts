@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { openShop, type Shop } from './support/v2-client.js';
 
-/** CONTRACT 8 custom attributes: one typed value each, unique names, whole-array replacement. */
+/** interface §8.4 custom attributes: one typed value each, unique names, whole-array replacement. */
 
 let env: TestEnvironment;
 let shop: Shop;

@@ -3,7 +3,7 @@ import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { auditOf, liveRecord } from './support/state.js';
 import { type KindName, openShop, SEGMENT, type Shop } from './support/v2-client.js';
 
-/** V2-SURFACE 1 and 2: PUT and DELETE of every record kind, their v2 shapes, stubs, audit, and v1 beside them. */
+/** interface §13 and §14: PUT and DELETE of every record kind, their v2 shapes, stubs, audit, and v1 beside them. */
 
 let env: TestEnvironment;
 let shop: Shop;
@@ -347,7 +347,7 @@ describe('when orders are written through v2', () => {
     expect(await liveRecord(env, shop.lang, 'variant', 'no-stub', shop.account)).toBeNull();
   });
 
-  it("should take any status of 1 to 64 characters in v2, keep SPEC's enumeration in v1, and keep a v2 status through a v1 write", async () => {
+  it('should take any status of 1 to 64 characters in v2, keep the enumeration of interface §12.4 in v1, and keep a v2 status through a v1 write', async () => {
     expect((await put('order', { id: 'st', profile_id: 'u', ordered_at: '2024-01-01', status: 'pending' })).body.status).toBe('pending');
     expect((await put('order', { id: 'st', profile_id: 'u', ordered_at: '2024-01-01', status: 'x'.repeat(65) })).status).toBe(400);
     const v1Bad = await shop.request('POST', `/api/v1/languages/${shop.lang}/orders`, {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { at, ids, openShop, type Shop } from './support/v2-client.js';
 
-/** CONTRACT 8 pagination and filters, on every list and sub-list. */
+/** interface §8.7 pagination and filters, on every list and sub-list. */
 
 let env: TestEnvironment;
 let shop: Shop;

@@ -3,7 +3,7 @@ import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { auditOf } from './support/state.js';
 import { at, ids, openShop, type Shop } from './support/v2-client.js';
 
-/** SPEC v2 products, CONTRACT 8: PUT, GET, DELETE, sub-listings and assignments, over HTTP with the real worker. */
+/** v2 products (interface §8): PUT, GET, DELETE, sub-listings and assignments, over HTTP with the real worker. */
 
 let env: TestEnvironment;
 

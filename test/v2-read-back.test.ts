@@ -6,7 +6,7 @@ import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { langKeyOf } from './support/state.js';
 import { at, ids, type KindName, openShop, SEGMENT, type Shop } from './support/v2-client.js';
 
-/** CONTRACT 8 read-back: GET list and GET one of every kind, in the v1 field tables' shapes. */
+/** interface §8.10 read-back: GET list and GET one of every kind, in the v1 field tables' shapes. */
 
 let env: TestEnvironment;
 let shop: Shop;

@@ -3,7 +3,7 @@ import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { auditOf, linksOf, liveRecord } from './support/state.js';
 import { ids, openShop, type Shop } from './support/v2-client.js';
 
-/** V2-SURFACE 3: order lines, cart products, brand products, relevant products and their writers. */
+/** interface §15: order lines, cart products, brand products, relevant products and their writers. */
 
 let env: TestEnvironment;
 let shop: Shop;

@@ -4,7 +4,7 @@ import { auditOf, liveRecord } from './support/state.js';
 import { ids, openShop, SEGMENT, type Shop } from './support/v2-client.js';
 
 /*
- * V2-SURFACE, rule by rule, where the files per topic (v2-kinds,
+ * interface §13-21, rule by rule, where the files per topic (v2-kinds,
  * v2-sub-resources, v2-account-data, v2-pagination, ...) leave a rule
  * untested: every v2 operation of the served document (401, 405, 413, 415,
  * tenancy), every new list, every v2-only field against v1, ids, validation
@@ -114,7 +114,7 @@ async function snapshot(target: Shop): Promise<Record<string, [number, unknown]>
   return result;
 }
 
-describe('when every v2 operation of the API description is called (V2-SURFACE 1.1, 9)', () => {
+describe('when every v2 operation of the API description is called (interface §13.1, §21)', () => {
   type Operation = { method: string; template: string; operationId: string; json: boolean; ndjson: boolean };
   let operations: Operation[] = [];
   let jobId = '';
@@ -292,7 +292,7 @@ describe('when every v2 operation of the API description is called (V2-SURFACE 1
   });
 });
 
-describe('when the lists V2-SURFACE adds are paged and filtered (V2-SURFACE 1.7, 3-6)', () => {
+describe('when the lists of interface §13-21 are paged and filtered (interface §13.7, §15-18)', () => {
   let owner: Shop;
   const lists: Array<[string, () => string, boolean]> = [
     ['global unsubscribes', () => `/api/v2/languages/${owner.lang}/global_unsubscribes`, true],
@@ -413,7 +413,7 @@ describe('when the lists V2-SURFACE adds are paged and filtered (V2-SURFACE 1.7,
 
 const ATTRS = [{ name: 'colour', string_value: 'red' }];
 
-describe('when v1 meets every v2-only field (V2-SURFACE 1.6)', () => {
+describe('when v1 meets every v2-only field (interface §13.6)', () => {
   type Row = { kind: string; v2: Record<string, unknown>; v1: Record<string, unknown>; only: string[] };
   const ROWS: Row[] = [
     { kind: 'brand', v2: { id: 'b', name: 'B', custom_attributes: ATTRS }, v1: { id: 'b', name: 'B1' }, only: ['custom_attributes'] },
@@ -453,7 +453,7 @@ describe('when v1 meets every v2-only field (V2-SURFACE 1.6)', () => {
         company_name: 'Acme',
         custom_attributes: ATTRS,
       },
-      // With its email: a v1 profile write needs it unless the profile exists (CONTRACT 4 rule 9).
+      // With its email: a v1 profile write needs it unless the profile exists (interface §4.5).
       v1: { id: 'u', first_name: 'Ann', email: 'u@example.test' },
       only: ['unsubscribed', 'double_opt_in', 'is_company', 'is_registered', 'company_name', 'custom_attributes'],
     },
@@ -542,7 +542,7 @@ function withValue(record: Record<string, unknown>, path: string, value: unknown
   return copy;
 }
 
-describe('when ids are sent (V2-SURFACE 1.2)', () => {
+describe('when ids are sent (interface §13.2)', () => {
   describe.each(WRITES)('when a $key is PUT', ({ key, minimal, refs }) => {
     it('should take an id of 255 characters and read it back by its path', async () => {
       const id = `${key}-${'i'.repeat(255 - key.length - 1)}`;
@@ -606,7 +606,7 @@ describe('when ids are sent (V2-SURFACE 1.2)', () => {
   });
 });
 
-describe('when a v2 body is wrong in several ways (V2-SURFACE 1.3, CONTRACT 4)', () => {
+describe('when a v2 body is wrong in several ways (interface §13.3, §4)', () => {
   it.each([
     ['brand', { id: 'vo', name: 'X' }, 'name', ['url', 'not a url']],
     ['category', { id: 'vo', name: 'X' }, 'name', ['visible', 'yes']],
@@ -633,7 +633,7 @@ describe('when a v2 body is wrong in several ways (V2-SURFACE 1.3, CONTRACT 4)',
   );
 });
 
-describe('when timestamps are sent or left to the service (V2-SURFACE 1.3, CONTRACT 4)', () => {
+describe('when timestamps are sent or left to the service (interface §13.3, §4)', () => {
   const stamped = WRITES.filter(({ key }) => key !== 'profile');
   const within = (value: string, from: number, to: number) => {
     const time = Date.parse(value);
@@ -690,7 +690,7 @@ describe('when timestamps are sent or left to the service (V2-SURFACE 1.3, CONTR
   });
 });
 
-describe('when a record of any kind is deleted through v2 (V2-SURFACE 1.4, 2; CONTRACT 6)', () => {
+describe('when a record of any kind is deleted through v2 (interface §13.4, §14; §6)', () => {
   type Snapshot = Record<string, [number, any]>;
   const gone = (resource: string): [number, unknown] => [404, { error: `${resource} not found` }];
   const dropFromData = (entry: [number, any], id: string): [number, any] => [
@@ -720,7 +720,7 @@ describe('when a record of any kind is deleted through v2 (V2-SURFACE 1.4, 2; CO
         after['/categories/C/products'] = dropFromData(before['/categories/C/products']!, 'P');
         after['/brands/B']![1].product_ids = [];
         after['/brands/B/products'] = dropFromData(before['/brands/B/products']!, 'P');
-        // Reviews, orders (their lines) and carts keep naming the product (CONTRACT 6, V2-SURFACE 2).
+        // Reviews, orders (their lines) and carts keep naming the product (interface §6, §14).
         return after;
       },
       audit: [
@@ -805,7 +805,7 @@ describe('when a record of any kind is deleted through v2 (V2-SURFACE 1.4, 2; CO
     },
   ];
 
-  it.each(CASES)('should apply CONTRACT 6 when $kind $id is deleted, and audit the delete and each cascade', async (item) => {
+  it.each(CASES)('should apply interface §6 when $kind $id is deleted, and audit the delete and each cascade', async (item) => {
     const target = await openShop(env);
     await buildShop(target);
     const before = await snapshot(target);
@@ -823,7 +823,7 @@ describe('when a record of any kind is deleted through v2 (V2-SURFACE 1.4, 2; CO
   });
 });
 
-describe('when the fields V2-SURFACE adds are written (V2-SURFACE 2)', () => {
+describe('when the v2-only fields are written (interface §14)', () => {
   it.each([
     ['brand', { id: 'f', name: 'F' }, 'url', 'ftp://x.test/'],
     ['variant', { id: 'f', product_id: 'p' }, 'url', 'not a url'],
@@ -868,7 +868,7 @@ describe('when the fields V2-SURFACE adds are written (V2-SURFACE 2)', () => {
   it.each([
     ...WRITES.map(({ key, minimal }) => [key, minimal, 'custom_attributes'] as const),
     ['order line', WRITES[6]!.minimal, 'products[0].custom_attributes'] as const,
-  ])("should hold a %s's custom attributes to CONTRACT 8's rules", async (label, minimal, field) => {
+  ])("should hold a %s's custom attributes to interface §8's rules", async (label, minimal, field) => {
     const key = label === 'order line' ? 'order' : label;
     const record = { ...minimal, id: 'ca-rules' };
     for (const [attributes, name] of [
@@ -976,7 +976,7 @@ describe('when the fields V2-SURFACE adds are written (V2-SURFACE 2)', () => {
   });
 });
 
-describe('when a sub-resource names a parent or a product that is not there (V2-SURFACE 3)', () => {
+describe('when a sub-resource names a parent or a product that is not there (interface §15)', () => {
   it.each([
     ['GET', '/shopping_carts/none/products', 'Shopping cart'],
     ['DELETE', '/shopping_carts/none/products/p', 'Shopping cart'],
@@ -1050,7 +1050,7 @@ describe('when a sub-resource names a parent or a product that is not there (V2-
   });
 });
 
-describe('when global unsubscribes meet several languages and late profiles (V2-SURFACE 4)', () => {
+describe('when global unsubscribes meet several languages and late profiles (interface §16)', () => {
   it('should keep one entry per language and change only the profiles of its own language', async () => {
     const target = await openShop(env);
     const second = { ...target, lang: `${target.lang}-2` } as Shop;
@@ -1079,7 +1079,7 @@ describe('when global unsubscribes meet several languages and late profiles (V2-
   });
 });
 
-describe('when a purchase event names an order of another account (V2-SURFACE 5, 9)', () => {
+describe('when a purchase event names an order of another account (interface §17, §21)', () => {
   it("should answer 404 Order not found and leave the other account's order alone", async () => {
     const owner = await openShop(env);
     await save(owner, 'order', { id: 'po', profile_id: 'pu', ordered_at: '2024-01-01' });
@@ -1091,7 +1091,7 @@ describe('when a purchase event names an order of another account (V2-SURFACE 5,
   });
 });
 
-describe('when attribute definitions are written (V2-SURFACE 6)', () => {
+describe('when attribute definitions are written (interface §18)', () => {
   const define = (target: Shop, definition: Record<string, unknown>) =>
     target.request('PUT', '/api/v2/custom_attributes', { custom_attribute: definition });
   const DATATYPES = ['string', 'integer', 'float', 'boolean', 'date', 'datetime'];
@@ -1165,7 +1165,7 @@ describe('when attribute definitions are written (V2-SURFACE 6)', () => {
   });
 });
 
-describe('when languages are written through v2 (V2-SURFACE 7)', () => {
+describe('when languages are written through v2 (interface §19)', () => {
   it.each([
     ['active', 'yes'],
     ['url', 'not a url'],
@@ -1206,7 +1206,7 @@ describe('when languages are written through v2 (V2-SURFACE 7)', () => {
   });
 });
 
-describe('when profiles are listed by email with other filters (V2-SURFACE 8)', () => {
+describe('when profiles are listed by email with other filters (interface §20)', () => {
   it('should combine emails[] with the timestamp filters and paging, collapse repeats and take 250 values', async () => {
     const target = await openShop(env);
     await save(target, 'profile', { id: 'e1', email: 'one@example.test' });

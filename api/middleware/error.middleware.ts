@@ -6,7 +6,7 @@ import type { AppContext } from '../context.js';
 /** Seconds a client is asked to wait when Postgres is unreachable (a restart takes a few). */
 const DATABASE_RETRY_AFTER_S = 5;
 
-/** Statuses that Koa and its routers raise as HttpErrors and that map to a plain CONTRACT body. */
+/** Statuses that Koa and its routers raise as HttpErrors and that map to a plain body of interface §11. */
 function fromHttpError(error: { status?: number; headers?: Record<string, string>; message: string }): AppError | null {
   switch (error.status) {
     case 404:
@@ -27,7 +27,7 @@ function fromHttpError(error: { status?: number; headers?: Record<string, string
 /**
  * A method no route has (PROPFIND, MKCOL, ...), which the router answers 501:
  * on a known path it is a wrong method like any other, 405 with `Allow`
- * (CONTRACT 11); on an unknown path, 404.
+ * (interface §11); on an unknown path, 404.
  */
 function unknownMethod(allow: string | undefined): AppError {
   if (!allow?.trim()) return new RouteNotFoundError();
@@ -44,16 +44,16 @@ export function methodNotAllowed(allow: string | undefined): string {
 }
 
 /**
- * Maps every error to its CONTRACT body. AppErrors carry their own status and
+ * Maps every error to its body (interface §11). AppErrors carry their own status and
  * body; an unreachable database is a 503 with Retry-After; anything unexpected
  * is logged with the request id and answered with the generic 500. Both carry
- * CONTRACT 11's generic message, never a stack trace or SQL.
+ * interface §11.2's generic message, never a stack trace or SQL.
  */
 export async function errorMiddleware(ctx: AppContext, next: Next): Promise<void> {
   try {
     await next();
     if (ctx.body === undefined || ctx.body === null) {
-      // Routers answer 404/405/501 by status alone; give those the CONTRACT bodies (Allow stays set).
+      // Routers answer 404/405/501 by status alone; give those the bodies of interface §11 (Allow stays set).
       if (ctx.status === 404) throw new RouteNotFoundError();
       if (ctx.status === 405) ctx.body = { error: { message: methodNotAllowed(ctx.response.get('Allow')) } };
       if (ctx.status === 501) {

@@ -5,7 +5,7 @@ import { z } from './zod-openapi.js';
 
 /*
  * Building blocks shared by every interface's OpenAPI paths: the error bodies
- * of CONTRACT 3, 4, 9 and 11 and the security schemes. An interface (v1, v2,
+ * of interface §3, §4, §9 and §11 and the security schemes. An interface (v1, v2,
  * admin, ...) describes its operations with these so that one error looks the
  * same everywhere in the document.
  */
@@ -232,7 +232,7 @@ export function pathParams(descriptions: Record<string, string>) {
   );
 }
 
-/** A page of a list (CONTRACT 8): `{"data":[...],"meta":{"current_page","per_page","total"}}`. */
+/** A page of a list (interface §8.7): `{"data":[...],"meta":{"current_page","per_page","total"}}`. */
 export const paginated = (item: ZodTypeAny) =>
   z.object({
     data: z.array(item),

@@ -11,7 +11,7 @@ const pascal = (kind: string) => kind.replace(/(^|_)([a-z])/g, (_, __, letter: s
 
 /**
  * How a validated input field reads back in a response: ids become strings
- * (CONTRACT 2), date-times UTC strings, and every field is present, null when unset.
+ * (interface §2), date-times UTC strings, and every field is present, null when unset.
  */
 export function responseView(schema: ZodTypeAny): ZodTypeAny {
   if (schema === idSchema) return z.string();
@@ -47,7 +47,7 @@ export function v1RecordResponseSchema(kind: RecordKind) {
   const fields: Record<string, ZodTypeAny> = { id: z.string() };
   for (const field of definition.dataFields) fields[field] = nullable(responseView(shape[field]!));
   if (kind === 'order') {
-    // v1 shows lines as {id, quantity}; a status set through v2 may be any shop status (V2-SURFACE 2).
+    // v1 shows lines as {id, quantity}; a status set through v2 may be any shop status (interface §14.3).
     fields['products'] = z.array(z.object({ id: z.string(), quantity: z.number().int().nullable() })).nullable();
     fields['status'] = z
       .string()
@@ -74,7 +74,7 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
   const tags = ['v1'];
   const security = SECURITY.bearer;
 
-  // SPEC's path has the trailing slash; the service answers both spellings.
+  // The documented path has the trailing slash (interface §4.1); the service answers both spellings.
   for (const [path, operationId] of [
     ['/api/v1/languages/', 'v1SaveLanguage'],
     ['/api/v1/languages', 'v1SaveLanguageNoSlash'],
@@ -84,7 +84,7 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
       path,
       operationId,
       summary: path.endsWith('/')
-        ? 'Create or update a language (SPEC createLanguage)'
+        ? 'Create or update a language (createLanguage)'
         : 'Create or update a language (the same without the slash)',
       description:
         'Merges into the live language of that id: `name` and `code` are required on every v1 write; omitted optional fields keep their values.',

@@ -81,7 +81,7 @@ const orderLineSchema = z
   .object({ id: z.string(), quantity: z.number().int().nullable(), variant_id: z.string().nullable() })
   .openapi('OrderLine', { description: 'A line of an order; its custom attributes show in the lines list' });
 
-/** What a kind shows besides its write fields: derived, read-only lists (V2-SURFACE 2). */
+/** What a kind shows besides its write fields: derived, read-only lists (interface §14). */
 const DERIVED: Partial<Record<StoredKind, Record<string, ZodTypeAny>>> = {
   brand: { product_ids: ids('Live products whose brand_id is this brand (read-only)') },
   order: { product_ids: ids("The distinct products of the order's lines, in line order (read-only)") },
@@ -100,10 +100,7 @@ function v2RecordSchema(kind: StoredKind): ZodTypeAny {
     else fields[field] = nullable(responseView(shape[field]!));
   }
   if (kind === 'order') {
-    fields['status'] = z
-      .string()
-      .nullable()
-      .openapi({ description: "SPEC's processing, shipped, completed, cancelled, or a shop's own status" });
+    fields['status'] = z.string().nullable().openapi({ description: "processing, shipped, completed, cancelled, or a shop's own status" });
   }
   Object.assign(fields, DERIVED[kind] ?? {});
   if (definition.timestamps.created) fields['created_at'] = dateTime();
@@ -349,7 +346,8 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       path: `/api/v2/languages/{language_id}/${segment}/{record_id}`,
       operationId: `v2Delete${pascal(kind)}`,
       summary: `Delete ${withArticle(resource.toLowerCase())} (irreversible; its cascade follows from the queue)`,
-      description: 'Cascades as CONTRACT 6.',
+      description:
+        "Effects on other records: a product's variants are deleted with it and its category and related-product links removed; a category's child categories lose their parent; a brand's products lose their brand; anything else stays.",
       tags,
       security,
       request: { params: pathParams({ ...language, record_id: `The ${resource.toLowerCase()} id` }) },
@@ -496,7 +494,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
         ...errors(
           ...(parent === 'order'
             ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'unsupportedMediaType', 'serverError'] as const)
-            : // A product id over 255 characters cannot name a product of the cart (V2-SURFACE 1.2): 400 invalid_parameters.
+            : // A product id over 255 characters cannot name a product of the cart (interface §13.2): 400 invalid_parameters.
               (['badRequest', 'unauthorized', 'notFound', 'serverError'] as const)),
         ),
       },

@@ -53,11 +53,11 @@ registerOpenApi('v2', registerV2Paths);
 
 /** Kinds with GET one (global unsubscribes are read through their list only). */
 export const V2_READABLE = [...RECORD_KINDS, 'purchase_event'] as const;
-/** Kinds with DELETE (global unsubscribes and purchase events have none: V2-SURFACE 4, 5). */
+/** Kinds with DELETE (global unsubscribes and purchase events have none: interface §16, §17). */
 export const V2_DELETABLE = RECORD_KINDS;
 
 /**
- * /api/v2 (SPEC v2 table, CONTRACT 8, V2-SURFACE): PUT upserts of every kind
+ * /api/v2 (interface §8.1, §8, §13-21): PUT upserts of every kind
  * returning the bare record in its v2 shape, 204 deletes, link and line
  * writers, paginated lists and sub-lists, the account's languages and
  * attribute definitions, bulk files of v2 bodies. Routes come from the catalogue's tables: a new kind

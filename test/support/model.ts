@@ -1,5 +1,5 @@
 /**
- * A reference model of SPEC and CONTRACT 4-6 and 8 for the record kinds
+ * A reference model of interface §4-6 and §8 for the record kinds
  * (v1 writes and deletes, v2 PUTs and assignments): each request applied
  * alone, with all its effects, in order. The model-based tests compare the
  * service's drained state and audit log with it.
@@ -167,7 +167,7 @@ export class Model {
   }
 
   /**
-   * A v2 global unsubscribe (V2-SURFACE 4): the entry (id: the email in
+   * A v2 global unsubscribe (interface §16): the entry (id: the email in
    * lower case) and, on every profile with that email, `unsubscribed`.
    */
   unsubscribe(email: string, unsubscribed: boolean): void {
@@ -184,7 +184,7 @@ export class Model {
   }
 
   /**
-   * A v2 line write acknowledged with 200/204 (V2-SURFACE 3): an order line
+   * A v2 line write acknowledged with 200/204 (interface §15): an order line
    * or a cart product added (or updated) or removed; an update of the parent
    * that stubs the added product. A removal of an absent line writes nothing.
    */

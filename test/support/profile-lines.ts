@@ -5,12 +5,12 @@ type Line = Record<string, unknown>;
 const IDS = Array.from({ length: 12 }, (_, index) => `${index + 1}`);
 const EMAILS = Array.from({ length: 8 }, (_, index) => `m${index}@example.test`);
 
-/** The same address as a client might type it: rule 9 compares emails case-insensitively. */
+/** The same address as a client might type it: the profile rule (interface §4.5) compares emails case-insensitively. */
 const anyCase = (r: Rng, email: string) => [...email].map((letter) => (r.chance(0.3) ? letter.toUpperCase() : letter)).join('');
 
 /**
  * Lines of a file that is mostly profiles whose ids and emails collide, so
- * rule 9 matches across lines: by id, by an email in another case, to the
+ * the profile rule (interface §4.5) matches across lines: by id, by an email in another case, to the
  * oldest of several profiles that share an email after writes moved it;
  * profiles without an id or an email (a 400 unless they match), with a field
  * refused (whose missing id or email is reported first when nothing

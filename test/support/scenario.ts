@@ -44,7 +44,7 @@ export interface GenerateOptions {
   /** Mix in v2 PUTs of products and categories (brand_id, parent_category_id, custom_attributes) and assignments. */
   v2?: boolean;
   /**
-   * Mix in the rest of v2 (V2-SURFACE): PUTs and DELETEs of every kind, order
+   * Mix in the rest of v2 (interface §13-21): PUTs and DELETEs of every kind, order
    * and cart line writes, related-product links and global unsubscribes.
    */
   v2Surface?: boolean;

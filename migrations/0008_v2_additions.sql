@@ -1,4 +1,5 @@
--- The rest of v2 (V2-SURFACE): languages written with only an id, custom
+-- supersedes: 0008_v2_surface.sql sha256:53cffe5cb19a6cfdf24bd0f0233ad79864a436044adee3b61cc197e89e5d161d
+-- The rest of v2 (docs/interface.md §13-21): languages written with only an id, custom
 -- attribute definitions per account, and the serial view of profile emails
 -- that global unsubscribes read.
 

@@ -1,4 +1,5 @@
--- A shop's own request limit (issue 15), set with `cli set-limit`: requests per
+-- supersedes: 0015_account_limits.sql sha256:95fc01dd120a32db8a2289fc61f550ee4dbf1431410981ead000ae6fbb6542ee
+-- A shop's own request limit, set with `cli set-limit`: requests per
 -- second and the burst allowance per minute. NULL is the deployment's default
 -- (RATE_LIMIT_RPS, RATE_LIMIT_BURST); the two are set and cleared together.
 -- Read with the bearer token's owner, so the limit costs no query of its own.
