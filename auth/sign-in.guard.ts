@@ -23,7 +23,7 @@ export interface SignInGuardOptions {
 
 /**
  * Slows down guessing of credentials (client secrets, the admin password)
- * while keeping a real client's lockout short (docs/decisions.md, issue 15):
+ * while keeping a real client's lockout short (docs/decisions.md, "Limits"):
  *
  * - only failures are counted, per subject and per source address, each over
  *   a window of `windowS` seconds that starts at its first failure;
