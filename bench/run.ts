@@ -35,8 +35,8 @@ const DURATION_S = Number(process.env['BENCH_DURATION_S'] ?? 20);
 const READ_DURATION_S = Number(process.env['BENCH_READ_DURATION_S'] ?? 15);
 /**
  * Load each measured run is given first, not counted: a process just started runs its code unoptimised for its first
- * seconds (V8 tiers a function up only after many calls). Counted, a 20-second writes run put 82% of its slowest
- * 1% of responses in its first second. The floor warms too; both are measured warm, as a deployment runs.
+ * seconds (V8 tiers a function up only after many calls), which would put most of a short run's slowest responses
+ * in its first second. The floor warms too; both are measured warm, as a deployment runs.
  */
 const WARMUP_S = Number(process.env['BENCH_WARMUP_S'] ?? 3);
 const BULK_LINES = Number(process.env['BENCH_BULK_LINES'] ?? 1_000_000);
@@ -574,8 +574,7 @@ async function main() {
     );
     if (have < BULK_LINES) {
       // Shaped as the bulk file's products (a name and a price; three categories, every tenth product's first
-      // one a stub), so a page costs what it costs after the bulk phase: a run of the reads alone measured
-      // 1.5 ms of Postgres a page on bare products against 2.8-3.0 after the bulk phase.
+      // one a stub), so a page costs what it costs after the bulk phase (bare products would cost about half).
       log(`reads: topping up ${BULK_LINES - have} products directly, shaped as the bulk file's`);
       const insertRecords = (kind: string, rows: string, parameters: unknown[]) =>
         psql(

@@ -5,9 +5,8 @@ import { z as z4 } from 'zod/v4';
  * A zod 4 form of a zod 3 schema, derived from it (never written by hand), for
  * the path every accepted body takes. The schemas stay zod 3 (the API
  * description and slonik's row types are built from them), but zod 3 spends
- * most of a parse in its per-node machinery: a product line with three
- * category ids took 28 µs of CPU against 3.8 µs for this form (same run), and
- * left far more garbage. Every single write and every bulk line is validated.
+ * most of a parse in its per-node machinery, several times this form's CPU
+ * and garbage, and every single write and every bulk line is validated.
  *
  * The compiled form must accept exactly what the schema accepts, with the
  * same output; catalogue/compiled-schema.test.ts checks that on bodies

@@ -5,11 +5,9 @@ import { type CommonQueryMethods, type DriverFactory, sql } from 'slonik';
  * COPY FROM STDIN on slonik's connections, inside their transactions.
  *
  * The applier writes a bulk batch's audit entries (about four a line, each
- * with its changes) in the batch's transaction. As one INSERT of a JSON
- * text they were the largest statement of a bulk file, a third of its time
- * in Postgres (pg_stat_activity sampled through a 200k-line file), and
- * Postgres spent about 8 µs an entry on them against 5 for COPY of the same
- * rows (docs/decisions.md, "Hot paths"). slonik 47 offers no COPY FROM, and
+ * with its changes) in the batch's transaction: the largest statement of a
+ * bulk file, which Postgres takes most cheaply as COPY (docs/decisions.md,
+ * "Hot paths"). slonik 47 offers no COPY FROM, and
  * its pg driver only `query` and `stream`; the pg client under it takes any
  * "submittable" query object, which is how COPY is run (CopyIn, below).
  *
@@ -49,10 +47,9 @@ interface CopyConnection {
  * in order, so it takes the data as soon as it is in copy-in mode, and when
  * the statement fails it ignores the data that follows ("Accept but ignore
  * these messages, per protocol spec", PostgresMain). Waiting for the answer
- * cost a round trip, and more: a batch sends its links and builds its audit
- * entries' text while they are written, and the data of a COPY waiting for
- * the event loop waited for that text (the links' COPY took 3.7 s of a 200k-line
- * file where their INSERT, sent whole, took 3.3).
+ * would cost a round trip, and more: a batch builds its audit entries' text
+ * while its links are copied, and data waiting for the event loop would wait
+ * for that text.
  */
 class CopyIn implements PromiseLike<CopyResult> {
   private rowCount = 0;

@@ -18,8 +18,8 @@ const unparsedSchemas = new WeakSet<ZodTypeAny>();
  * The row type of a hot statement, for `sql.type(...)`, whose rows are not
  * parsed at run time: the applier's and bulk files' statements read thousands
  * of rows of the service's own tables per batch, and parsing each with zod
- * (a copy of every row) was 15% of the worker's CPU during a bulk file, and
- * much of its garbage collection (26%). Everything else is validated.
+ * (a copy of every row) would be a large share of the worker's CPU and
+ * garbage. Everything else is validated.
  */
 export function unparsedRows<T extends ZodTypeAny>(schema: T): T {
   const copy = schema.describe(schema.description ?? 'unparsed rows') as T;

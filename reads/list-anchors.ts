@@ -10,15 +10,14 @@ import { type ListPosition, readListAnchors } from './read.repository.js';
  * at the nearest anchor before it and skips fewer than ANCHOR_STEP items. The
  * list statement uses an anchor only while the list has not changed since
  * that snapshot (no live-record counter row written since: see
- * reads/sql/record_counts.sql), so pages stay exact; otherwise it walks as
- * before and the anchors are read again in the background, at most once per
+ * reads/sql/record_counts.sql), so pages stay exact; otherwise it walks
+ * from the nearer end and the anchors are read again in the background, at most once per
  * REFRESH_INTERVAL_MS per list (a list written all the time is walked).
  *
  * A list with no anchors yet (the process's first deep page of it) is read
- * once, and deep pages wait for that read instead of walking: on a cold
- * 1M-product list every page 1,000 walked 250,000 index entries (0.17 s of
- * Postgres CPU under load) until the background read finished (0.65 s alone,
- * 2.7 s among those walks), about 100 walks. One read at a time per list
+ * once, and deep pages wait for that read instead of walking: on a large
+ * list each deep page would walk hundreds of thousands of index entries until
+ * the read finished, and slow the read down. One read at a time per list
  * (single flight); a page waits at most MAX_WAIT_MS and then walks, and so do
  * the pages after it until that read ends.
  */
@@ -89,7 +88,7 @@ function refresh(db: Database, langKey: number, kind: StoredKind, anchors: ListA
       anchors.snapshot = snapshot;
       anchors.keys = [...keys];
     })
-    // Without anchors pages are walked from the nearer end, as before: slower, never wrong.
+    // Without anchors pages are walked from the nearer end: slower, never wrong.
     .catch(() => {
       reads.failed += 1;
     })

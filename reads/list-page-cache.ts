@@ -3,8 +3,8 @@ import type pg from 'pg';
 /*
  * v2 list pages served again while their language has not changed.
  *
- * A page costs Postgres milliseconds (a 250-product page about 2-5 ms of CPU:
- * its rows, every product's category links, the items' JSON) and the same
+ * A page costs Postgres milliseconds of CPU (its rows, every product's
+ * category links, the items' JSON) and the same
  * page is read again and again: a shop's catalogue changes a few times a
  * minute, while marketing automation and storefront syncs poll its first
  * pages. Each page is kept with the snapshot its statement ran in; a request

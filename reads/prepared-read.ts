@@ -11,10 +11,9 @@ import { ListPageCache } from './list-page-cache.js';
  * pool of its own. Like the single write (sync/prepared-write.ts), it is a
  * statement every request of its route runs, and slonik can give it neither:
  *
- * - Postgres parsed and planned the list statement (a dozen CTEs and
- *   subqueries) on every page: 1.1-1.6 ms of a page's 4.7 ms of Postgres CPU
- *   (EXPLAIN ANALYZE "Planning Time"), and most of a sub-listing's. Prepared,
- *   it is planned once per connection.
+ * - Planning the list statement (a dozen CTEs and subqueries) is a large
+ *   part of a page's Postgres CPU and most of a sub-listing's. Prepared, it
+ *   is planned once per connection.
  * - Postgres picks a custom plan per execution unless told otherwise (the
  *   generic plan's guessed LIMITs made it look dearer), so this pool's
  *   sessions force generic plans. The statement is written for that: every
@@ -23,13 +22,13 @@ import { ListPageCache } from './list-page-cache.js';
  *   not change the plan's shape are parameters.
  * - JIT is off on these sessions: a generic plan's cost is computed once
  *   from guessed row counts, and a plan over the JIT threshold would compile
- *   on every execution (measured 30 ms for a 5 ms page).
+ *   on every execution, costing more than the page itself.
  * - slonik's per-query layers (query id, logger, spans, interceptors) cost
  *   the API more per page than the rest of the list's own work.
  *
  * Only statements without timestamp filters are prepared: a filter's
  * selectivity decides the plan (index range or not), so filtered lists are
- * sent unnamed and planned with their values, as before.
+ * sent unnamed and planned with their values.
  */
 
 /** Distinct statement texts are few (kind × scope × position); the names of the last this many are kept. */

@@ -266,8 +266,8 @@ export function boundStatement(langKey: number, request: ListRequest): { text: s
 /*
  * The list statement is built once per structure (kind, scope and position
  * types, which filters, the parent's kind, the item shape), not per page:
- * building it from a hundred slonik fragments was about 9% of the API's CPU
- * per page. It is built with a marker in place of every value that varies
+ * building it from a hundred slonik fragments is a noticeable part of the
+ * API's CPU per page. It is built with a marker in place of every value that varies
  * between requests of one structure; each marker's place in the values then
  * says where that request's value goes. Every other value is a constant of
  * the structure. read.repository.test.ts checks the cached statement against
@@ -472,8 +472,7 @@ export function listStatement(langKey: number, request: ListRequest) {
   const walks = [walk('forward'), walk('backward')];
   if (position.type === 'anchor') walks.push(walk('anchor'));
   // The page's rows in one range scan of the list index from its edge (or after a cursor's key): the
-  // table rows come with the index entries, where a probe of the primary key per row cost 250 index
-  // descents a page (0.8 of a page's 4.6 ms of Postgres CPU).
+  // table rows come with the index entries, instead of one primary-key descent per row.
   const range = (branches: string[], bound: ReturnType<typeof sql.fragment>, direction: 'ASC' | 'DESC') => {
     const order = direction === 'DESC' ? sql.fragment`DESC` : sql.fragment`ASC`;
     return sql.fragment`(

@@ -153,9 +153,9 @@ export async function markOutboxEntryFailed(db: CommonQueryMethods, seq: number,
  * Languages with pending changes, by a skip scan (cheap even with millions of
  * pending rows). It walks the index from its end, newest change first: the
  * entries of applied (deleted) changes sit at the old end of each language
- * until vacuum removes them, so a scan from the start walked them all before
- * finding a language's first pending change (11 ms a sweep during a bulk
- * file, four sweeps a second per worker).
+ * until vacuum removes them, so a scan from the start would walk them all
+ * before finding a language's first pending change, four sweeps a second
+ * per worker.
  */
 export async function languagesWithPendingChanges(db: CommonQueryMethods): Promise<readonly number[]> {
   return db.anyFirst(sql.type(z.object({ lang_key: z.number() }))`
@@ -565,8 +565,8 @@ export async function markWrittenMany(
   rows: ReadonlyArray<{ id: string; sentRef: { value: string | null } | undefined }>,
 ): Promise<Map<string, boolean>> {
   // Two statements, so that no plan depends on what the statistics know of the language: one primary-key probe per
-  // id (LATERAL), then an update of the rows found, by ctid. (One statement with "id = ANY(ids)" was planned, for a
-  // language the statistics had not seen yet, as a read of all its records: 6 ms a batch after 20,000 writes.)
+  // id (LATERAL), then an update of the rows found, by ctid. (One statement with "id = ANY(ids)" can be planned, for a
+  // language the statistics have not seen yet, as a read of all its records.)
   // The probe locks each row as the update would; the update's own snapshot, taken after those locks, sees the rows'
   // latest versions, which nobody else can move until this transaction ends. Only the language's applier writes
   // w_live and w_ref.
@@ -694,9 +694,8 @@ export async function removeLinkPairs(
  * has yet (the caller leaves out the ones it read). Copied (a plain insert:
  * no ON CONFLICT, nothing returned): only the applier writes links, under its
  * language's lock, so nothing can have added one since they were read (a
- * duplicate is a bug, and fails the batch loudly). Probing the unique index
- * for a conflict first and returning every row cost 15% more Postgres time
- * per link, and the worker parsed three rows a bulk line for nothing.
+ * duplicate is a bug, and fails the batch loudly), so nothing probes the
+ * unique index for a conflict or returns rows no one reads.
  */
 export async function insertLinkPairs(
   tx: Tx,

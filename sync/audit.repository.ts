@@ -51,9 +51,8 @@ const AUDIT_COLUMNS = [...ORIGIN_FIELDS, 'kind', 'record_id', 'action', 'write_s
 /**
  * Writes a batch's audit entries in one COPY, in the order given (their seq
  * order: audit_log.seq is taken in the order rows arrive). A bulk batch has
- * thousands; as one INSERT of a JSON text they cost Postgres about 8 µs an
- * entry against 5 as COPY, and were a third of a bulk file's time in
- * Postgres (docs/decisions.md, "Hot paths"). What neighbouring entries share
+ * thousands, and COPY is the cheapest way for Postgres to take them
+ * (docs/decisions.md, "Hot paths"). What neighbouring entries share
  * (account, language, actor, request and time: one set for a whole bulk
  * batch) is escaped once.
  */

@@ -66,10 +66,9 @@ const READ_MARGIN = 1.25;
 /**
  * How many changes the next batch reads. A batch applies changes until its
  * slice budget is spent, and the next batch reads again whatever it read
- * beyond that: in a bulk file of products with three categories (7 units
- * each, 714 to a slice of 5,000) a batch read 2,000 changes and applied 714,
- * so every change was read and parsed 2.7 times (pg_stat_statements: 819,778
- * rows read for 300,000 changes). After a batch the budget stopped, the next
+ * beyond that: with changes of 7 units each (a product with three
+ * categories), a batch reading 2,000 applies 714, so each change would be read
+ * and parsed almost three times. After a batch the budget stopped, the next
  * reads about as many as it applied; after one that applied all it read, the
  * full batch size again. Only how many are read changes, never which or in
  * what order, so a batch still applies the changes it would have applied.

@@ -14,8 +14,8 @@ import type { ChangeOrigin, RecordTimes, WrittenRecord } from './write.repositor
  *   connection instead of once per write;
  * - no per-query layers: slonik wraps each query in a query id, a child
  *   logger, tracing spans, interceptors and a zod parse of the row, which
- *   together cost the API more CPU than the rest of a write (measured with
- *   `npm run bench`: see docs/decisions.md, "Hot paths");
+ *   together cost the API more CPU than the rest of a write
+ *   (docs/decisions.md, "Hot paths");
  * - writes that arrive together go together: the writes of one language the
  *   API reaches in one turn of its event loop (the requests of one socket
  *   read, those a Redis reply to their limit checks let go on), and those

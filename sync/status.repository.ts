@@ -45,8 +45,8 @@ export async function syncStatus(db: CommonQueryMethods): Promise<{ pending: num
  * otherwise (other languages' changes numbered in between count too). Read
  * from the two ends of an index, the low end from the applier's position
  * (outbox_applied): counting them, or starting from the language's first
- * index entry, walked the entries of every change applied since the last
- * vacuum (12 ms a look during a bulk file, which asks before every batch).
+ * index entry, would walk the entries of every change applied since the
+ * last vacuum, and a bulk file asks before every batch.
  */
 export async function languageBacklog(db: CommonQueryMethods, langKey: number): Promise<number> {
   return db.oneFirst(sql.type(z.object({ backlog: z.number() }))`

@@ -10,7 +10,7 @@ import { checkResponse, openApiCheckEnabled } from './support/openapi-check.js';
 import { stopProcess } from './support/processes.js';
 
 /*
- * Issue 14: bulk uploads of one account cannot starve the others (a limit of
+ * Bulk uploads of one account cannot starve the others (a limit of
  * uploads in progress per account, an idle timeout, no Postgres connection
  * held by a stalled upload), line splitting leaves the event loop to other
  * requests, and bodies may be gzip-compressed (decoded size limited).

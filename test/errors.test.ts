@@ -74,7 +74,7 @@ describe('when the service is healthy', () => {
     });
   });
 
-  // Issue 13: an invalid_parameters message says what each field expected; the body keeps its names for programs.
+  // An invalid_parameters message says what each field expected; the body keeps its names for programs.
   describe('when a field has a value of the wrong type, format, range or set', () => {
     beforeAll(async () => {
       await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'msg', name: 'M', code: 'm' } } });

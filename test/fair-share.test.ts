@@ -6,7 +6,7 @@ import { type Credentials, httpRequest, type RequestOptions, startEnvironment, t
 import { stopProcess } from './support/processes.js';
 
 /*
- * Issue 15, item 3: one account's flood of writes and a large bulk file must
+ * One account's flood of writes and a large bulk file must
  * not delay another account's writes and effects beyond a stated bound
  * (docs/consistency.md, "Fair share"). The API and the worker run as
  * processes of their own (this process only sends the load), with the

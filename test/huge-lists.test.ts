@@ -7,7 +7,7 @@ import { pollUntil } from './support/poll.js';
 import { spawnWorker, stopProcess } from './support/processes.js';
 
 /*
- * Issue 14, item 1: an id list as large as a 1 MiB body allows is applied
+ * An id list as large as a 1 MiB body allows is applied
  * set-based and in slices. Every stub and link is audited exactly once, the
  * language's later changes wait for it (serial order), and the record being
  * applied stays writable by the API meanwhile.

@@ -7,7 +7,7 @@ import { pollUntil } from './support/poll.js';
 import { freePort, startRedis, stopProcess } from './support/processes.js';
 
 /*
- * Issue 15, item 1: per-account request limits, kept in Redis so that they
+ * Per-account request limits, kept in Redis so that they
  * hold across API processes. Two API processes (spawned from the real entry
  * point) and a Redis of the test's own, which the last test stops.
  */

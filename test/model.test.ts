@@ -249,7 +249,7 @@ describe('when the worker is stopped while random requests of the whole v2 surfa
 });
 
 /*
- * Changes split into slices (issue 14): with a slice of two ids, nearly every
+ * Changes split into slices: with a slice of two ids, nearly every
  * change with a list, and every delete with a cascade, is applied over several
  * transactions, each resuming where the last one stopped. The serial model
  * must not see the difference. (Half the operations: every slice is a

@@ -9,7 +9,7 @@ import { type PrivatePostgres, startPrivatePostgres } from './support/postgres.j
 import { openQueues, type TestQueues } from './support/queues.js';
 
 /*
- * Issue 14, items 5 and 6: Postgres goes away for longer than the jobs' retry
+ * Postgres goes away for longer than the jobs' retry
  * budget (a cluster of the test's own, stopped and started again). Meanwhile
  * a write is answered 503 with Retry-After; afterwards the wake-up jobs that
  * used up their attempts are run again, and sync-status says failed: 0 once

@@ -5,7 +5,7 @@ import { KINDS, RECORD_KINDS, STORED_KINDS } from '../catalogue/record-kinds.js'
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 
 /*
- * Issue 14, item 2: every body and every bulk line that is not a valid record
+ * Every body and every bulk line that is not a valid record
  * is a client error (a 400 body; in bulk, that line's error), never a 500 and
  * never a bulk job that cannot go on.
  */

@@ -4,7 +4,7 @@ import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
 
 /*
- * Issue 15, item 4: what one request may cost. Lists in a body hold at most
+ * What one request may cost. Lists in a body hold at most
  * MAX_LIST_ITEMS (100,000) items, on every interface and in bulk lines alike,
  * and the document says so. (The 1 MiB body, per_page, audit limit and bulk
  * limits have their tests in errors, v2-pagination, admin and bulk tests.)

@@ -4,7 +4,7 @@ import { type Credentials, type HttpResponse, startEnvironment, type TestEnviron
 import { pollUntil } from './support/poll.js';
 
 /*
- * Issue 15, item 2: repeated failed sign-ins on the token endpoint (per client
+ * Repeated failed sign-ins on the token endpoint (per client
  * id and per source address) and on admin Basic auth are answered 429 for a
  * short window, without keeping a real client out for long
  * (docs/decisions.md, "Limits"). The API trusts one proxy hop, so each

@@ -17,12 +17,10 @@
 --
 -- A fold is dear under steady writes: its scan of the key visits every row
 -- deleted by earlier folds that autovacuum has not removed yet (a few seconds'
--- worth of writes), so folding once in 32 changes cost a single write about
--- as much as its upsert's index inserts (pgbench of write_record, 8 clients:
--- 4,140-4,510 writes a second, 4,770-4,830 folding once in 128). Once in 128
--- keeps a key at a hundred rows or so; a total sums them in one index scan
--- (about 0.4 µs a row: 0.16 ms for 32 rows, 0.20 for 128, EXPLAIN ANALYZE),
--- and a list that finds more than 256 folds them itself (reads/read.service.ts).
+-- worth of writes), so folding often makes single writes dearer. Once in 128
+-- keeps a key at a hundred rows or so, which a total sums in one short index
+-- scan, and a list that finds more than 256 folds them itself
+-- (reads/read.service.ts).
 
 CREATE OR REPLACE FUNCTION record_count_fold(p_lang_key bigint, p_kind text) RETURNS void
 LANGUAGE sql AS $$
