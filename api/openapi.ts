@@ -129,7 +129,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
       version: '1.0.0',
       description:
         'Web shops push catalogue and customer data; marketing tools read it back. A 200 on a write means the record is durable; stubs, links, cascades and audit entries follow from the queue (GET /admin/api/sync-status shows when it has drained).\n\n' +
-        "Limits: every v1 and v2 request counts against its account's request limit (`RateLimit-*` headers on every answer, 429 with `Retry-After` over it); a JSON body is at most 1 MiB (413); a list in a body at most 100,000 items and `custom_attributes` at most 1,000 (400, see `maxItems`); a page at most 250 items (`per_page`); a bulk line at most 1 MiB; repeated failed sign-ins at the token endpoint and /admin are answered 429 for a short while.",
+        "Limits: every v1 and v2 request counts against its account's request limit (`RateLimit-*` headers on every answer, 429 with `Retry-After` over it); a JSON body is at most 1 MiB (413), valid UTF-8 and nested at most 32 levels of arrays and objects (400); a list in a body at most 100,000 items and `custom_attributes` at most 1,000 (400, see `maxItems`); a page at most 250 items (`per_page`); a bulk line at most 1 MiB, with the same rules; repeated failed sign-ins at the token endpoint and /admin are answered 429 for a short while.",
     },
     tags: [
       { name: 'oauth', description: 'OAuth 2.0 client credentials' },
