@@ -33,6 +33,12 @@ export const listOf = <T extends z.ZodTypeAny>(item: T) => z.array(item).max(MAX
 
 export const idListSchema = listOf(idSchema);
 
+/** Whether year-month-day names a day of the calendar (no 2023-02-29, no 2024-04-31). */
+export function isCalendarDay(year: number, month: number, day: number): boolean {
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}(?::?\d{2})?)?)?$/i;
 
 /**
