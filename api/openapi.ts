@@ -90,6 +90,13 @@ function addRequestLimits(operation: NonNullable<NonNullable<OpenApiDocument['pa
   } as never;
 }
 
+/** Whether the operation has an id in its path (`{..._id}`), which the routers refuse over 255 characters (400). */
+const hasPathId = (operation: { parameters?: unknown[] }) =>
+  (operation.parameters ?? []).some((parameter) => {
+    const { in: where, name } = parameter as { in?: string; name?: string };
+    return where === 'path' && name?.endsWith('_id');
+  });
+
 function completeOperations(document: OpenApiDocument): OpenApiDocument {
   // The generated form of ERROR_RESPONSES.methodNotAllowed (the generator only converts registered paths).
   const { description, headers } = ERROR_RESPONSES.methodNotAllowed.response;
@@ -100,13 +107,19 @@ function completeOperations(document: OpenApiDocument): OpenApiDocument {
       content: { 'application/json': { schema: { $ref: '#/components/schemas/MessageError' } } },
     },
   };
+  const badRequest = {
+    description: ERROR_RESPONSES.badRequest.response.description,
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/BadRequestError' } } },
+  };
   for (const item of Object.values(document.paths ?? {})) {
     for (const method of ['get', 'put', 'post', 'delete', 'patch'] as const) {
       const operation = item?.[method];
       if (!operation) continue;
+      if (hasPathId(operation) && !operation.responses?.['400']) operation.responses = { ...operation.responses, 400: badRequest };
       // Before the 405, which is answered before a route (and its limit) is reached.
       if ((operation.security ?? []).some((requirement) => 'bearerAuth' in requirement)) addRequestLimits(operation);
-      operation.responses = { ...operation.responses, ...methodNotAllowed };
+      // An operation that answers its wrong methods in a shape of its own (the token endpoint) documents its 405 itself.
+      operation.responses = { ...operation.responses, ...(operation.responses?.['405'] ? {} : methodNotAllowed) };
       if (!operation.description) {
         const schemes = (operation.security ?? []).flatMap((requirement) => Object.keys(requirement));
         const notes = schemes.map((scheme) => SECURITY_NOTES[scheme]).filter(Boolean);

@@ -13,11 +13,14 @@ export const isStorableText = (value: string): boolean => !value.includes('\u000
 export const textSchema = (min = 0, max = 65_535) =>
   z.string().min(min).max(max).refine(isStorableText, 'must not contain NUL characters or unpaired surrogates');
 
+/** The longest id, in a body or a path. */
+export const MAX_ID_LENGTH = 255;
+
 /** v1 ids and references: a string of 1..255 characters or an integer, stored as the same string (CONTRACT 2). */
 export const idSchema = z
-  .union([textSchema(1, 255), z.number().int().safe()])
+  .union([textSchema(1, MAX_ID_LENGTH), z.number().int().safe()])
   .transform((value) => String(value))
-  .pipe(z.string().min(1).max(255));
+  .pipe(z.string().min(1).max(MAX_ID_LENGTH));
 
 /**
  * The most items any list in a body may hold (id lists, order lines, tags):
