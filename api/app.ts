@@ -22,7 +22,7 @@ import { adminRouter } from './routes/admin.router.js';
 import { docsRouter } from './routes/docs.router.js';
 import { healthRouter } from './routes/health.router.js';
 import { metricsRouter } from './routes/metrics.router.js';
-import { oauthRouter } from './routes/oauth.router.js';
+import { oauthRouter, TOKEN_METHOD_ERRORS, TOKEN_PATH } from './routes/oauth.router.js';
 import { v1Router } from './routes/v1.router.js';
 import { v2Router } from './routes/v2.router.js';
 
@@ -107,11 +107,11 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
   // tests every layer of a router against the path, and allocates for each (a debug call's arguments), so one
   // router holding every route made each request pay for all of them. The rest (health, sign-in, admin, metrics,
   // docs) share one. Each part runs one routing middleware
-  // and one allowedMethods, as one router did.
+  // and one allowedMethods, as one router did. The token endpoint is a part of its own: its wrong methods are
+  // answered in the OAuth error shape.
   const rest = new Router<AppState>();
   for (const router of [
     healthRouter(deps.db, deps.redis),
-    oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS, signInGuard('oauth_token')),
     adminRouter({ config: deps.config, db: deps.db, queues: deps.queues, notifier: deps.notifier }),
     // Operations: Prometheus scrape and the API description.
     metricsRouter(metrics.registry),
@@ -125,6 +125,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
         // Case-insensitive, as the routers' own matching is.
         [/^\/api\/v1(?:\/|$)/i, v1Router({ ...interfaceDeps, limiter })],
         [/^\/api\/v2(?:\/|$)/i, v2Router({ ...interfaceDeps, reader: deps.reader, limiter })],
+        [TOKEN_PATH, oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS, signInGuard('oauth_token')), TOKEN_METHOD_ERRORS],
       ],
       rest,
     ),
@@ -133,16 +134,17 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
 }
 
 type Routing = ReturnType<Router<AppState>['routes']>;
+type AllowedMethodsOptions = Parameters<Router<AppState>['allowedMethods']>[0];
 
-/** The routes and allowedMethods of the first router whose prefix the path has, or of `rest`. */
-function routeByPrefix(parts: ReadonlyArray<readonly [RegExp, Router<AppState>]>, rest: Router<AppState>): Routing {
-  const routing = (router: Router<AppState>): Routing => {
+/** The routes and allowedMethods (with a part's own options) of the first router whose prefix the path has, or of `rest`. */
+function routeByPrefix(parts: ReadonlyArray<readonly [RegExp, Router<AppState>, AllowedMethodsOptions?]>, rest: Router<AppState>): Routing {
+  const routing = (router: Router<AppState>, options?: AllowedMethodsOptions): Routing => {
     const routes = router.routes();
-    const allowedMethods = router.allowedMethods();
+    const allowedMethods = router.allowedMethods(options);
     // allowedMethods reads what routes() left on the context (its matched layers), as it would after it in a chain.
     return (ctx, next) => routes(ctx, () => allowedMethods(ctx as Parameters<typeof allowedMethods>[0], next));
   };
-  const routed = parts.map(([prefix, router]) => [prefix, routing(router)] as const);
+  const routed = parts.map(([prefix, router, options]) => [prefix, routing(router, options)] as const);
   const others = routing(rest);
   const dispatch: Routing = (ctx, next) => {
     for (const [prefix, route] of routed) if (prefix.test(ctx.path)) return route(ctx, next);

@@ -90,6 +90,13 @@ function addRequestLimits(operation: NonNullable<NonNullable<OpenApiDocument['pa
   } as never;
 }
 
+/** Whether the operation has an id in its path (`{..._id}`), which the routers refuse over 255 characters (400). */
+const hasPathId = (operation: { parameters?: unknown[] }) =>
+  (operation.parameters ?? []).some((parameter) => {
+    const { in: where, name } = parameter as { in?: string; name?: string };
+    return where === 'path' && name?.endsWith('_id');
+  });
+
 function completeOperations(document: OpenApiDocument): OpenApiDocument {
   // The generated form of ERROR_RESPONSES.methodNotAllowed (the generator only converts registered paths).
   const { description, headers } = ERROR_RESPONSES.methodNotAllowed.response;
@@ -100,13 +107,19 @@ function completeOperations(document: OpenApiDocument): OpenApiDocument {
       content: { 'application/json': { schema: { $ref: '#/components/schemas/MessageError' } } },
     },
   };
+  const badRequest = {
+    description: ERROR_RESPONSES.badRequest.response.description,
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/BadRequestError' } } },
+  };
   for (const item of Object.values(document.paths ?? {})) {
     for (const method of ['get', 'put', 'post', 'delete', 'patch'] as const) {
       const operation = item?.[method];
       if (!operation) continue;
+      if (hasPathId(operation) && !operation.responses?.['400']) operation.responses = { ...operation.responses, 400: badRequest };
       // Before the 405, which is answered before a route (and its limit) is reached.
       if ((operation.security ?? []).some((requirement) => 'bearerAuth' in requirement)) addRequestLimits(operation);
-      operation.responses = { ...operation.responses, ...methodNotAllowed };
+      // An operation that answers its wrong methods in a shape of its own (the token endpoint) documents its 405 itself.
+      operation.responses = { ...operation.responses, ...(operation.responses?.['405'] ? {} : methodNotAllowed) };
       if (!operation.description) {
         const schemes = (operation.security ?? []).flatMap((requirement) => Object.keys(requirement));
         const notes = schemes.map((scheme) => SECURITY_NOTES[scheme]).filter(Boolean);
@@ -129,7 +142,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
       version: '1.0.0',
       description:
         'Web shops push catalogue and customer data; marketing tools read it back. A 200 on a write means the record is durable; stubs, links, cascades and audit entries follow from the queue (GET /admin/api/sync-status shows when it has drained).\n\n' +
-        "Limits: every v1 and v2 request counts against its account's request limit (`RateLimit-*` headers on every answer, 429 with `Retry-After` over it); a JSON body is at most 1 MiB (413); a list in a body at most 100,000 items and `custom_attributes` at most 1,000 (400, see `maxItems`); a page at most 250 items (`per_page`); a bulk line at most 1 MiB; repeated failed sign-ins at the token endpoint and /admin are answered 429 for a short while.",
+        "Limits: every v1 and v2 request counts against its account's request limit (`RateLimit-*` headers on every answer, 429 with `Retry-After` over it); a JSON body is at most 1 MiB (413), valid UTF-8 and nested at most 32 levels of arrays and objects (400); a list in a body at most 100,000 items and `custom_attributes` at most 1,000 (400, see `maxItems`); a page at most 250 items (`per_page`); a bulk line at most 1 MiB, with the same rules; repeated failed sign-ins at the token endpoint and /admin are answered 429 for a short while.",
     },
     tags: [
       { name: 'oauth', description: 'OAuth 2.0 client credentials' },

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LINK_WRITERS } from '../catalogue/record-kinds.js';
 import { AppError } from '../platform/errors.js';
 import { parseBulkLine } from './bulk-line.parser.js';
-import { LINE_HAS_NUL, LINE_TOO_LONG } from './ndjson-copy.transform.js';
+import { LINE_HAS_NUL, LINE_NOT_UTF8, LINE_TOO_LONG } from './ndjson-copy.transform.js';
 
 /** The error body a line gets, or the parsed line. */
 function outcome(text: string, generation: 'v1' | 'v2') {
@@ -18,6 +18,11 @@ describe('when a line is not a request of either interface', () => {
   it.each([
     [LINE_TOO_LONG, { error: { message: 'Line is longer than 1 MiB' } }],
     [LINE_HAS_NUL, { error: { message: 'Line contains a NUL character', invalid_parameters: ['<line>'] } }],
+    [LINE_NOT_UTF8, { error: { message: 'Line is not valid UTF-8' } }],
+    [
+      `{"product":{"id":"p1","name":${'['.repeat(33)}${']'.repeat(33)}}}`,
+      { error: { message: 'Line is nested too deeply: at most 32 levels of arrays and objects' } },
+    ],
     ['{"product":', { error: { message: 'Malformed JSON on this line' } }],
     ['[1]', { error: { message: 'Each line must be a JSON object' } }],
     ['null', { error: { message: 'Each line must be a JSON object' } }],

@@ -15,8 +15,9 @@ import {
 } from '../catalogue/record-kinds.js';
 import { parseOrThrow } from '../catalogue/validation.js';
 import { BadRequestError, ValidationError } from '../platform/errors.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../platform/json-nesting.js';
 import type { Generation } from '../records/record.service.js';
-import { LINE_HAS_NUL, LINE_TOO_LONG } from './ndjson-copy.transform.js';
+import { LINE_HAS_NUL, LINE_NOT_UTF8, LINE_TOO_LONG } from './ndjson-copy.transform.js';
 
 /*
  * What one line of a bulk file asks for, as the single requests of its
@@ -84,6 +85,9 @@ const requestSchemas = {
 export function parseBulkLine(text: string, generation: Generation): BulkLine {
   if (text === LINE_TOO_LONG) throw new BadRequestError('Line is longer than 1 MiB');
   if (text === LINE_HAS_NUL) throw new ValidationError('invalid_parameters', ['<line>'], 'Line contains a NUL character');
+  if (text === LINE_NOT_UTF8) throw new BadRequestError('Line is not valid UTF-8');
+  // Before JSON.parse, which would hold the worker for about a second over the deepest line that fits in 1 MiB.
+  if (nestsDeeperThan(text)) throw new BadRequestError(`Line is nested too deeply: at most ${MAX_JSON_DEPTH} levels of arrays and objects`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

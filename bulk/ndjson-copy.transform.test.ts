@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { LINE_HAS_NUL, LINE_TOO_LONG, MAX_LINE_BYTES, NdjsonCopyTransform } from './ndjson-copy.transform.js';
+import { LINE_HAS_NUL, LINE_NOT_UTF8, LINE_TOO_LONG, MAX_LINE_BYTES, NdjsonCopyTransform } from './ndjson-copy.transform.js';
 
 /** Feeds `chunks` through the transform; returns its COPY rows (as [line_no, line]) and its line count. */
 async function copyRows(chunks: Array<string | Buffer>): Promise<{ rows: Array<[number, string]>; lines: number }> {
@@ -64,6 +64,25 @@ describe('when an NDJSON upload is turned into COPY rows', () => {
       [1, LINE_HAS_NUL],
       [2, '{"b":2}'],
     ]);
+  });
+
+  it('should mark a line that is not valid UTF-8, whole or split across chunks, and keep valid ones', async () => {
+    const bad = (id: string) => Buffer.concat([Buffer.from('{"product":{"id":"s'), Buffer.from(id, 'latin1'), Buffer.from('"}}\n')]);
+    const good = Buffer.from('{"product":{"id":"café"}}\n');
+    const body = Buffer.concat([bad('\xc0\xaf'), good, bad('\xff\xfe'), good]);
+    const whole = await copyRows([body]);
+    // Cut inside a character of every line, so each line is joined from two chunks.
+    const cuts = [10, body.indexOf(0xc3) + 1, body.indexOf(0xff) + 1, body.lastIndexOf(0xc3) + 1];
+    const pieces = [0, ...cuts].map((from, index) => body.subarray(from, cuts[index] ?? body.length));
+    const split = await copyRows(pieces);
+    for (const { rows } of [whole, split]) {
+      expect(rows).toEqual([
+        [1, LINE_NOT_UTF8],
+        [2, '{"product":{"id":"café"}}'],
+        [3, LINE_NOT_UTF8],
+        [4, '{"product":{"id":"café"}}'],
+      ]);
+    }
   });
 });
 

@@ -1,17 +1,11 @@
 import { z } from 'zod';
-import { dateTimeSchema, textSchema } from './primitives.schema.js';
+import { dateTimeSchema, isCalendarDay, textSchema } from './primitives.schema.js';
 
 /** The value fields of a custom attribute (interface §8.4); an attribute has exactly one of them. */
 export const CUSTOM_ATTRIBUTE_VALUE_FIELDS = ['string_value', 'integer_value', 'boolean_value', 'date_value', 'datetime_value'] as const;
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME_WITH_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ]\d{2}:\d{2}/i;
-
-/** Whether year-month-day names a day of the calendar (no 2023-02-29, no 2024-04-31). */
-function isCalendarDay(year: number, month: number, day: number): boolean {
-  const date = new Date(Date.UTC(year, month - 1, day));
-  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
-}
 
 function calendarDayOf(value: string, pattern: RegExp): boolean {
   const match = pattern.exec(value);

@@ -22,6 +22,14 @@ describe('when a list cursor is made and read back', () => {
       Buffer.from('[2,"2026-11-23T10:00:00.000000Z",""]').toString('base64url'),
       Buffer.from(`[2,"2026-11-23T10:00:00.000000Z","${'x'.repeat(256)}"]`).toString('base64url'),
       'x'.repeat(3_000),
+      // Keys Postgres cannot take, or the service never makes.
+      Buffer.from('[2,"2026-02-30T10:00:00.000000Z","a"]').toString('base64url'),
+      Buffer.from('[2,"2026-11-23T24:00:00.000000Z","a"]').toString('base64url'),
+      Buffer.from('[2,"2026-11-23T23:59:60.000000Z","a"]').toString('base64url'),
+      Buffer.from('[2,"0000-01-01T00:00:00.000000Z","a"]').toString('base64url'),
+      Buffer.from('[2,"2026-11-23T10:00:00.000000Z","a\\u0000"]').toString('base64url'),
+      Buffer.from('[2,"2026-11-23T10:00:00.000000Z","a\\ud800"]').toString('base64url'),
+      Buffer.from([0x5b, 0x32, 0x2c, 0x22, 0xff, 0x22, 0x5d]).toString('base64url'),
     ]) {
       expect(decodeCursor(text), text.slice(0, 40)).toBeNull();
     }

@@ -13,11 +13,14 @@ export const isStorableText = (value: string): boolean => !value.includes('\u000
 export const textSchema = (min = 0, max = 65_535) =>
   z.string().min(min).max(max).refine(isStorableText, 'must not contain NUL characters or unpaired surrogates');
 
+/** The longest id, in a body or a path. */
+export const MAX_ID_LENGTH = 255;
+
 /** v1 ids and references: a string of 1..255 characters or an integer, stored as the same string (interface §2.1). */
 export const idSchema = z
-  .union([textSchema(1, 255), z.number().int().safe()])
+  .union([textSchema(1, MAX_ID_LENGTH), z.number().int().safe()])
   .transform((value) => String(value))
-  .pipe(z.string().min(1).max(255));
+  .pipe(z.string().min(1).max(MAX_ID_LENGTH));
 
 /**
  * The most items any list in a body may hold (id lists, order lines, tags):
@@ -32,6 +35,12 @@ export const MAX_LIST_ITEMS = 100_000;
 export const listOf = <T extends z.ZodTypeAny>(item: T) => z.array(item).max(MAX_LIST_ITEMS);
 
 export const idListSchema = listOf(idSchema);
+
+/** Whether year-month-day names a day of the calendar (no 2023-02-29, no 2024-04-31). */
+export function isCalendarDay(year: number, month: number, day: number): boolean {
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
 
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}(?::?\d{2})?)?)?$/i;
 

@@ -209,7 +209,10 @@ describe('when the service is healthy', () => {
       const allow = (response.headers.get('allow') ?? '').split(',').map((name) => name.trim());
       expect(allow).toContain(allowed);
       expect(allow).not.toContain(method);
-      expect(response.body).toEqual({ error: { message: expect.stringContaining(allowed) } });
+      // The token endpoint answers in the OAuth error shape, as for any of its errors.
+      if (path === '/oauth/token') {
+        expect(response.body).toEqual({ error: 'invalid_request', error_description: expect.stringContaining(allowed) });
+      } else expect(response.body).toEqual({ error: { message: expect.stringContaining(allowed) } });
     });
   });
 

@@ -1,9 +1,23 @@
+import { isUtf8 } from 'node:buffer';
+import type { Readable } from 'node:stream';
+import { createBrotliDecompress, createUnzip } from 'node:zlib';
+import bourne from '@hapi/bourne';
 import type { Next } from 'koa';
-import { HttpMethodEnum, koaBody } from 'koa-body';
+import qs from 'qs';
+import getRawBody from 'raw-body';
 import { type AppError, BadRequestError, HttpStatusError } from '../../platform/errors.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../platform/json-nesting.js';
 import type { AppContext } from '../context.js';
 
-export const SINGLE_RECORD_LIMIT = '1mb';
+declare module 'koa' {
+  interface Request {
+    /** The parsed body (bodyMiddleware); undefined when the request has none. */
+    body?: unknown;
+  }
+}
+
+/** The largest body of a single request, counted after decoding (a gzip body is limited by what it unpacks to). */
+const BODY_LIMIT_BYTES = 1024 * 1024;
 
 interface BodyOptions {
   /** Also accept application/x-www-form-urlencoded. */
@@ -23,28 +37,25 @@ const defaultOnError: NonNullable<BodyOptions['onError']> = (kind, detail) => {
   }
 };
 
+const NOT_UTF8 = 'Request body is not valid UTF-8';
+const TOO_DEEP = `Request body is nested too deeply: at most ${MAX_JSON_DEPTH} levels of arrays and objects`;
+
 /**
  * Parses JSON (and optionally form) bodies of at most 1 MiB. A body of any
  * other type is refused with 415; a request without a body gets
  * `ctx.request.body === undefined`, which the route reports as missing.
+ *
+ * The bytes are checked before anything is parsed: a body that is not valid
+ * UTF-8 is refused (decoding would turn each bad byte into U+FFFD, and two
+ * different ids into one), and so is a JSON body nested more than
+ * MAX_JSON_DEPTH levels, found by a linear scan that stops at the first level
+ * too deep (JSON.parse would take about a second over the deepest body that
+ * fits in 1 MiB, and serve nothing else meanwhile).
  */
 export function bodyMiddleware(options: BodyOptions = {}) {
   const onError = options.onError ?? defaultOnError;
   const accepted = options.form ? ['json', 'urlencoded'] : ['json'];
-  const parse = koaBody({
-    json: true,
-    urlencoded: options.form ?? false,
-    text: false,
-    multipart: false,
-    jsonStrict: false,
-    jsonLimit: SINGLE_RECORD_LIMIT,
-    formLimit: SINGLE_RECORD_LIMIT,
-    parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH],
-    onError: (error: Error & { status?: number }) => {
-      if (error.status === 413) throw onError('too_large', 'Request body is larger than 1 MiB');
-      throw onError('malformed', `Malformed request body: ${options.form ? 'expected JSON or form data' : 'expected valid JSON'}`);
-    },
-  });
+  const malformed = `Malformed request body: ${options.form ? 'expected JSON or form data' : 'expected valid JSON'}`;
   return async (ctx: AppContext, next: Next) => {
     const hasBody = ctx.request.length > 0 || ctx.get('transfer-encoding') !== '';
     if (hasBody && !ctx.is(...accepted)) {
@@ -57,6 +68,54 @@ export function bodyMiddleware(options: BodyOptions = {}) {
       ctx.request.body = undefined;
       return next();
     }
-    return parse(ctx, next);
+    const bytes = await readBody(ctx, onError, malformed);
+    if (!isUtf8(bytes)) throw onError('malformed', NOT_UTF8);
+    // A byte order mark is allowed before the text, as the decoder before this one read it.
+    const text = bytes.toString('utf8').replace(/^\uFEFF/, '');
+    if (text === '') ctx.request.body = undefined;
+    else if (ctx.is('json')) {
+      if (nestsDeeperThan(text)) throw onError('malformed', TOO_DEEP);
+      try {
+        // A `__proto__` key is refused rather than kept: code that copies the body could otherwise set a prototype.
+        ctx.request.body = bourne.parse(text, { protoAction: 'error' });
+      } catch {
+        throw onError('malformed', malformed);
+      }
+    } else {
+      // Form fields nest a few levels at most (qs's own depth limit); `a.b=c` reads as `a[b]=c`.
+      ctx.request.body = qs.parse(text, { allowDots: true });
+    }
+    return next();
   };
+}
+
+/** The body's bytes, decoded from its Content-Encoding, at most BODY_LIMIT_BYTES. */
+async function readBody(ctx: AppContext, onError: NonNullable<BodyOptions['onError']>, malformed: string): Promise<Buffer> {
+  const coding = (ctx.get('content-encoding') || 'identity').trim().toLowerCase();
+  let stream: Readable;
+  switch (coding) {
+    case 'identity':
+      stream = ctx.req;
+      break;
+    case 'gzip':
+    case 'x-gzip':
+    case 'deflate':
+      stream = ctx.req.pipe(createUnzip());
+      break;
+    case 'br':
+      stream = ctx.req.pipe(createBrotliDecompress());
+      break;
+    default:
+      throw onError('malformed', `Unsupported content encoding '${coding.slice(0, 32)}': send the body as is, or gzip, deflate or br`);
+  }
+  try {
+    // The announced length is checked against the limit before a byte is read, and against what arrives.
+    return await getRawBody(stream, {
+      limit: BODY_LIMIT_BYTES,
+      ...(coding === 'identity' && ctx.request.length ? { length: ctx.request.length } : {}),
+    });
+  } catch (error) {
+    if ((error as { status?: number }).status === 413) throw onError('too_large', 'Request body is larger than 1 MiB');
+    throw onError('malformed', malformed);
+  }
 }

@@ -1,5 +1,6 @@
 import type { OpenAPIRegistry, ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import type { ZodTypeAny } from 'zod';
+import { MAX_ID_LENGTH } from '../../catalogue/primitives.schema.js';
 import { GENERIC_500_BODY } from '../../platform/errors.js';
 import { z } from './zod-openapi.js';
 
@@ -225,10 +226,15 @@ export function registerSecuritySchemes(registry: OpenAPIRegistry): void {
 /** `/a/:b` (a @koa/router path) as an OpenAPI path `/a/{b}`. */
 export const toOpenApiPath = (routerPath: string): string => routerPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
-/** Path parameters of an OpenAPI path, as strings with a description each. */
+/** Path parameters of an OpenAPI path, as strings with a description each; an id (`..._id`) is at most 255 characters. */
 export function pathParams(descriptions: Record<string, string>) {
   return z.object(
-    Object.fromEntries(Object.entries(descriptions).map(([name, description]) => [name, z.string().openapi({ description })])),
+    Object.fromEntries(
+      Object.entries(descriptions).map(([name, description]) => [
+        name,
+        (name.endsWith('_id') ? z.string().max(MAX_ID_LENGTH) : z.string()).openapi({ description }),
+      ]),
+    ),
   );
 }
 

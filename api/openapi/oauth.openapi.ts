@@ -49,13 +49,19 @@ export function registerOAuthPaths(registry: OpenAPIRegistry): void {
     responses: {
       200: { description: 'A bearer token', headers: noStore, content: json(tokenResponseSchema) },
       400: {
-        description: '`invalid_request` (missing or malformed parameter or body) or `unsupported_grant_type`',
+        description:
+          '`invalid_request` (missing or malformed parameter or body: not JSON or form, not valid UTF-8, nested more than 32 levels) or `unsupported_grant_type`',
         headers: noStore,
         content: json(oauthErrorSchema),
       },
       401: {
         description: '`invalid_client`: unknown client, wrong secret or revoked client',
         headers: { ...noStore, 'WWW-Authenticate': { schema: { type: 'string' }, description: 'Only when HTTP Basic was used' } },
+        content: json(oauthErrorSchema),
+      },
+      405: {
+        description: '`invalid_request`: any method but POST',
+        headers: { ...noStore, Allow: { schema: { type: 'string' }, description: '`POST`' } },
         content: json(oauthErrorSchema),
       },
       413: { description: '`invalid_request`: the body is larger than 1 MiB', headers: noStore, content: json(oauthErrorSchema) },

@@ -73,6 +73,18 @@ async function guarded<T>(guard: SignInGuard | undefined, clientId: string, addr
   }
 }
 
+/** The token endpoint's path, as the router matches it (any case, an optional trailing slash). */
+export const TOKEN_PATH = /^\/oauth\/token\/?$/i;
+
+/**
+ * Any method but POST on the token endpoint, known (GET) or not (PROPFIND):
+ * 405 with `Allow`, in the OAuth error shape its clients read (the router's
+ * allowedMethods throws it).
+ */
+const methodNotAllowed = () =>
+  new OAuthError(405, 'invalid_request', 'Method not allowed: the token endpoint takes POST only', { Allow: 'POST' });
+export const TOKEN_METHOD_ERRORS = { throw: true, methodNotAllowed, notImplemented: methodNotAllowed } as const;
+
 export function oauthRouter(db: Database, tokenTtlSeconds: number, guard: SignInGuard | undefined) {
   const router = new Router<AppState>();
   router.post(

@@ -16,6 +16,7 @@ import type { PreparedWriter } from '../../sync/prepared-write.js';
 import { type AppContext, type AppState, principalOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
+import { refuseLongPathIds } from '../middleware/path-ids.middleware.js';
 import { requestLimitMiddleware } from '../middleware/request-limit.middleware.js';
 import { addBulkRoutes } from './bulk.router.js';
 
@@ -78,5 +79,6 @@ export function v1Router({ db, copyPool, verifier, notifier, writer, limiter, up
     });
   }
 
+  refuseLongPathIds(router);
   return router;
 }

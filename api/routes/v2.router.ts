@@ -32,6 +32,7 @@ import type { PreparedWriter } from '../../sync/prepared-write.js';
 import { type AppContext, type AppState, principalOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
+import { refuseLongPathIds } from '../middleware/path-ids.middleware.js';
 import { requestLimitMiddleware } from '../middleware/request-limit.middleware.js';
 import { registerV2Paths } from '../openapi/v2.openapi.js';
 import { registerOpenApi } from '../openapi.js';
@@ -198,5 +199,6 @@ export function v2Router({ db, copyPool, verifier, notifier, writer, reader, lim
     });
   }
 
+  refuseLongPathIds(router);
   return router;
 }
