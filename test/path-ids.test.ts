@@ -54,7 +54,8 @@ describe('when an id in a path is longer than an id can be', () => {
         expect(response.text, where).not.toContain('éé');
       }
     }
-  });
+    // About 150 requests one after another: more than the default 30 s on a loaded 2-core machine.
+  }, 120_000);
 
   it('should answer DELETE of a language with a 10,000-character id 400, in a short answer', async () => {
     const response = await env.request('DELETE', `/api/v1/languages/${'x'.repeat(10_000)}`, { token });

@@ -1,20 +1,12 @@
 import { isUtf8 } from 'node:buffer';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { createBrotliDecompress, createUnzip } from 'node:zlib';
-import bourne from '@hapi/bourne';
 import type { Next } from 'koa';
-import qs from 'qs';
+import { HttpMethodEnum, koaBody } from 'koa-body';
 import getRawBody from 'raw-body';
 import { type AppError, BadRequestError, HttpStatusError } from '../../platform/errors.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../platform/json-nesting.js';
 import type { AppContext } from '../context.js';
-
-declare module 'koa' {
-  interface Request {
-    /** The parsed body (bodyMiddleware); undefined when the request has none. */
-    body?: unknown;
-  }
-}
 
 /** The largest body of a single request, counted after decoding (a gzip body is limited by what it unpacks to). */
 const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -56,6 +48,20 @@ export function bodyMiddleware(options: BodyOptions = {}) {
   const onError = options.onError ?? defaultOnError;
   const accepted = options.form ? ['json', 'urlencoded'] : ['json'];
   const malformed = `Malformed request body: ${options.form ? 'expected JSON or form data' : 'expected valid JSON'}`;
+  const parse = koaBody({
+    json: true,
+    urlencoded: options.form ?? false,
+    text: false,
+    multipart: false,
+    jsonStrict: false,
+    jsonLimit: BODY_LIMIT_BYTES,
+    formLimit: BODY_LIMIT_BYTES,
+    parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
+    // A `__proto__` key is refused (co-body's default), never kept: code that copies the body could set a prototype.
+    onError: () => {
+      throw onError('malformed', malformed);
+    },
+  });
   return async (ctx: AppContext, next: Next) => {
     const hasBody = ctx.request.length > 0 || ctx.get('transfer-encoding') !== '';
     if (hasBody && !ctx.is(...accepted)) {
@@ -70,23 +76,29 @@ export function bodyMiddleware(options: BodyOptions = {}) {
     }
     const bytes = await readBody(ctx, onError, malformed);
     if (!isUtf8(bytes)) throw onError('malformed', NOT_UTF8);
-    // A byte order mark is allowed before the text, as the decoder before this one read it.
-    const text = bytes.toString('utf8').replace(/^\uFEFF/, '');
-    if (text === '') ctx.request.body = undefined;
-    else if (ctx.is('json')) {
-      if (nestsDeeperThan(text)) throw onError('malformed', TOO_DEEP);
-      try {
-        // A `__proto__` key is refused rather than kept: code that copies the body could otherwise set a prototype.
-        ctx.request.body = bourne.parse(text, { protoAction: 'error' });
-      } catch {
-        throw onError('malformed', malformed);
-      }
-    } else {
-      // Form fields nest a few levels at most (qs's own depth limit); `a.b=c` reads as `a[b]=c`.
-      ctx.request.body = qs.parse(text, { allowDots: true });
+    if (bytes.length === 0) {
+      ctx.request.body = undefined;
+      return next();
+    }
+    if (ctx.is('json') && nestsDeeperThan(bytes.toString('utf8'))) throw onError('malformed', TOO_DEEP);
+    // koa-body parses the bytes that were checked: it reads them from a stream standing in for the request's,
+    // which is put back before the route runs (the socket, the address and the headers stay the request's own).
+    const request = ctx.req;
+    ctx.req = replay(request, bytes);
+    try {
+      await parse(ctx, async () => {});
+    } finally {
+      ctx.req = request;
     }
     return next();
   };
+}
+
+/** A stream of `bytes` with the request's headers, the body now as is (already decoded) and of its real length. */
+function replay(request: AppContext['req'], bytes: Buffer): AppContext['req'] {
+  const stream = Readable.from([bytes]) as unknown as AppContext['req'];
+  stream.headers = { ...request.headers, 'content-encoding': 'identity', 'content-length': String(bytes.length) };
+  return stream;
 }
 
 /** The body's bytes, decoded from its Content-Encoding, at most BODY_LIMIT_BYTES. */
