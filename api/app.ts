@@ -105,8 +105,8 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
   };
   // Each request is matched against the routes of its own part only, picked by its path's prefix: @koa/router
   // tests every layer of a router against the path, and allocates for each (a debug call's arguments), so one
-  // router holding every route made each request pay for all of them. The rest (health, sign-in, admin, metrics,
-  // docs) share one. Each part runs one routing middleware
+  // router holding every route made each request pay for all of them. The rest (health, admin, metrics, docs)
+  // share one. Each part runs one routing middleware
   // and one allowedMethods, as one router did. The token endpoint is a part of its own: its wrong methods are
   // answered in the OAuth error shape.
   const rest = new Router<AppState>();
