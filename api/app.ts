@@ -6,6 +6,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { RequestLimiter } from '../auth/request-limiter.js';
 import { SignInGuard } from '../auth/sign-in.guard.js';
+import { TokenIssueLimiter } from '../auth/token-issue.limiter.js';
 import type { TokenVerifier } from '../auth/token-verifier.js';
 import type { Config } from '../platform/config.js';
 import type { Database } from '../platform/db.js';
@@ -102,6 +103,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     notifier: deps.notifier,
     writer: deps.writer,
     uploads,
+    bodyTimeoutMs: deps.config.BODY_TIMEOUT_MS,
   };
   // Each request is matched against the routes of its own part only, picked by its path's prefix: @koa/router
   // tests every layer of a router against the path, and allocates for each (a debug call's arguments), which
@@ -111,7 +113,22 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
   const rest = new Router<AppState>();
   for (const router of [
     healthRouter(deps.db, deps.redis),
-    oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS, signInGuard('oauth_token')),
+    oauthRouter({
+      db: deps.db,
+      tokenTtlSeconds: deps.config.TOKEN_TTL_SECONDS,
+      bodyTimeoutMs: deps.config.BODY_TIMEOUT_MS,
+      signInGuard: signInGuard('oauth_token'),
+      issueLimiter: new TokenIssueLimiter(deps.redis, {
+        prefix: deps.config.QUEUE_PREFIX,
+        limit: deps.config.TOKEN_ISSUE_LIMIT,
+        windowS: deps.config.TOKEN_ISSUE_WINDOW_S,
+        onRefused: () => metrics.limits.refused.inc({ limiter: 'token_issue' }),
+        onUnavailable: (error) => {
+          metrics.limits.unavailable.inc({ limiter: 'token_issue' });
+          deps.logger.debug({ err: error.message }, 'token issue limit not checked');
+        },
+      }),
+    }),
     adminRouter({ config: deps.config, db: deps.db, queues: deps.queues, notifier: deps.notifier }),
     // Operations: Prometheus scrape and the API description.
     metricsRouter(metrics.registry),

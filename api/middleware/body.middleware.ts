@@ -6,11 +6,16 @@ import type { AppContext } from '../context.js';
 export const SINGLE_RECORD_LIMIT = '1mb';
 
 interface BodyOptions {
+  /** How long the whole body may take to arrive once it is read (BODY_TIMEOUT_MS). */
+  timeoutMs: number;
   /** Also accept application/x-www-form-urlencoded. */
   form?: boolean;
-  /** Turns a parse failure into the error the route's clients expect. */
-  onError?: (kind: 'malformed' | 'too_large' | 'unsupported', detail: string) => AppError;
+  /** Turns a parse failure into the error the route's clients expect (a `timeout` must close the connection). */
+  onError?: (kind: 'malformed' | 'too_large' | 'unsupported' | 'timeout', detail: string) => AppError;
 }
+
+/** A body cut for its slowness: the rest of it is of no use, so the connection is closed with the answer. */
+export const CLOSE_CONNECTION = { Connection: 'close' };
 
 const defaultOnError: NonNullable<BodyOptions['onError']> = (kind, detail) => {
   switch (kind) {
@@ -20,15 +25,19 @@ const defaultOnError: NonNullable<BodyOptions['onError']> = (kind, detail) => {
       return new HttpStatusError(415, detail);
     case 'malformed':
       return new BadRequestError(detail);
+    case 'timeout':
+      return new HttpStatusError(408, detail, CLOSE_CONNECTION);
   }
 };
 
 /**
  * Parses JSON (and optionally form) bodies of at most 1 MiB. A body of any
  * other type is refused with 415; a request without a body gets
- * `ctx.request.body === undefined`, which the route reports as missing.
+ * `ctx.request.body === undefined`, which the route reports as missing. A
+ * body that has not arrived within `timeoutMs` is a 408 (the route never
+ * runs), so a slow client cannot hold a request open.
  */
-export function bodyMiddleware(options: BodyOptions = {}) {
+export function bodyMiddleware(options: BodyOptions) {
   const onError = options.onError ?? defaultOnError;
   const accepted = options.form ? ['json', 'urlencoded'] : ['json'];
   const parse = koaBody({
@@ -57,6 +66,28 @@ export function bodyMiddleware(options: BodyOptions = {}) {
       ctx.request.body = undefined;
       return next();
     }
-    return parse(ctx, next);
+    await withinTimeout(
+      parse(ctx, async () => undefined),
+      options.timeoutMs,
+      () => onError('timeout', `The request body did not arrive within ${options.timeoutMs / 1000} s: send the request again`),
+    );
+    return next();
   };
+}
+
+/** `parsing`, or the timeout's error once `timeoutMs` have passed first (the parse is left to fail with the connection). */
+async function withinTimeout(parsing: Promise<unknown>, timeoutMs: number, timeout: () => AppError): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<'expired'>((resolve) => {
+    timer = setTimeout(() => resolve('expired'), timeoutMs);
+  });
+  try {
+    const outcome = await Promise.race([parsing, expired]);
+    if (outcome === 'expired') {
+      parsing.catch(() => undefined);
+      throw timeout();
+    }
+  } finally {
+    clearTimeout(timer);
+  }
 }

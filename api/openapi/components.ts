@@ -91,6 +91,15 @@ export const ERROR_RESPONSES = {
     },
   },
   tooLarge: { status: 413, response: { description: 'The body is larger than 1 MiB', content: json(messageErrorSchema) } },
+  bodyTimeout: {
+    status: 408,
+    response: {
+      description:
+        'The body did not arrive within `BODY_TIMEOUT_MS` (10 s) of the service starting to read it: nothing was done, and the connection is closed',
+      headers: { Connection: header('`close`') },
+      content: json(messageErrorSchema),
+    },
+  },
   unsupportedMediaType: { status: 415, response: { description: 'The body is not JSON', content: json(messageErrorSchema) } },
   uploadTimeout: {
     status: 408,
@@ -191,6 +200,7 @@ export const WRITE_ERRORS: ErrorResponseName[] = [
   'unauthorized',
   'languageNotFound',
   'tooLarge',
+  'bodyTimeout',
   'unsupportedMediaType',
   'serverError',
 ];

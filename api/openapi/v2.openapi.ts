@@ -244,7 +244,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
         // Language-scoped: the language, or a record the write needs (a purchase event's order), may be missing.
         ...errors(
           ...(path.includes('{language_id}')
-            ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'unsupportedMediaType', 'serverError'] as const)
+            ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'bodyTimeout', 'unsupportedMediaType', 'serverError'] as const)
             : WRITE_ERRORS.filter((name) => name !== 'languageNotFound')),
         ),
       },
@@ -495,7 +495,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
         ...(parent === 'order' ? { 200: { description: 'The line', content: json(lineItemSchemas.order) } } : { 204: NO_CONTENT }),
         ...errors(
           ...(parent === 'order'
-            ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'unsupportedMediaType', 'serverError'] as const)
+            ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'bodyTimeout', 'unsupportedMediaType', 'serverError'] as const)
             : // A product id over 255 characters cannot name a product of the cart (V2-SURFACE 1.2): 400 invalid_parameters.
               (['badRequest', 'unauthorized', 'notFound', 'serverError'] as const)),
         ),
