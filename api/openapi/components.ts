@@ -130,7 +130,11 @@ export const ERROR_RESPONSES = {
     response: {
       description:
         'The account already has `BULK_UPLOADS_PER_ACCOUNT` (2) uploads in progress; send the file again once one of them is answered',
-      headers: { 'Retry-After': header('Seconds to wait before trying again') },
+      headers: {
+        'Retry-After': header(
+          'Seconds until a place can free: the soonest an upload in progress can give its place back (at once when it is answered; within 10 s when its API process died)',
+        ),
+      },
       content: json(messageErrorSchema),
     },
   },
