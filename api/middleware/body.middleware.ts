@@ -10,12 +10,12 @@ interface BodyOptions {
   timeoutMs: number;
   /** Also accept application/x-www-form-urlencoded. */
   form?: boolean;
-  /** Turns a parse failure into the error the route's clients expect (a `timeout` must close the connection). */
+  /** Turns a parse failure into the error the route's clients expect (a `timeout` closes the connection, whatever it says). */
   onError?: (kind: 'malformed' | 'too_large' | 'unsupported' | 'timeout', detail: string) => AppError;
 }
 
 /** A body cut for its slowness: the rest of it is of no use, so the connection is closed with the answer. */
-export const CLOSE_CONNECTION = { Connection: 'close' };
+const CLOSE_CONNECTION = { Connection: 'close' };
 
 const defaultOnError: NonNullable<BodyOptions['onError']> = (kind, detail) => {
   switch (kind) {
@@ -40,6 +40,7 @@ const defaultOnError: NonNullable<BodyOptions['onError']> = (kind, detail) => {
 export function bodyMiddleware(options: BodyOptions) {
   const onError = options.onError ?? defaultOnError;
   const accepted = options.form ? ['json', 'urlencoded'] : ['json'];
+  const timeoutMessage = `The request body did not arrive within ${options.timeoutMs / 1000} s: send the request again`;
   const parse = koaBody({
     json: true,
     urlencoded: options.form ?? false,
@@ -69,7 +70,11 @@ export function bodyMiddleware(options: BodyOptions) {
     await withinTimeout(
       parse(ctx, async () => undefined),
       options.timeoutMs,
-      () => onError('timeout', `The request body did not arrive within ${options.timeoutMs / 1000} s: send the request again`),
+      () => {
+        const error = onError('timeout', timeoutMessage);
+        Object.assign(error.headers, CLOSE_CONNECTION);
+        return error;
+      },
     );
     return next();
   };

@@ -7,7 +7,7 @@ import type { Database } from '../../platform/db.js';
 import { OAuthError } from '../../platform/errors.js';
 import { connectionSignedIn } from '../connection-guard.js';
 import type { AppContext, AppState } from '../context.js';
-import { bodyMiddleware, CLOSE_CONNECTION } from '../middleware/body.middleware.js';
+import { bodyMiddleware } from '../middleware/body.middleware.js';
 
 interface ClientCredentials {
   clientId: string;
@@ -99,7 +99,7 @@ export function oauthRouter({ db, tokenTtlSeconds, bodyTimeoutMs, signInGuard, i
       form: true,
       onError: (kind, detail) => {
         if (kind === 'too_large') return new OAuthError(413, 'invalid_request', detail);
-        if (kind === 'timeout') return new OAuthError(408, 'invalid_request', detail, CLOSE_CONNECTION);
+        if (kind === 'timeout') return new OAuthError(408, 'invalid_request', detail);
         return invalidRequest(kind === 'unsupported' ? 'The body must be application/json or application/x-www-form-urlencoded' : detail);
       },
     }),
