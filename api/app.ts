@@ -6,6 +6,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { RequestLimiter } from '../auth/request-limiter.js';
 import { SignInGuard } from '../auth/sign-in.guard.js';
+import { TokenIssueLimiter } from '../auth/token-issue.limiter.js';
 import type { TokenVerifier } from '../auth/token-verifier.js';
 import type { Config } from '../platform/config.js';
 import type { Database } from '../platform/db.js';
@@ -102,6 +103,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     notifier: deps.notifier,
     writer: deps.writer,
     uploads,
+    bodyTimeoutMs: deps.config.BODY_TIMEOUT_MS,
   };
   // Each request is matched against the routes of its own part only, picked by its path's prefix: @koa/router
   // tests every layer of a router against the path, and allocates for each (a debug call's arguments), so one
@@ -125,7 +127,26 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
         // Case-insensitive, as the routers' own matching is.
         [/^\/api\/v1(?:\/|$)/i, v1Router({ ...interfaceDeps, limiter })],
         [/^\/api\/v2(?:\/|$)/i, v2Router({ ...interfaceDeps, reader: deps.reader, limiter })],
-        [TOKEN_PATH, oauthRouter(deps.db, deps.config.TOKEN_TTL_SECONDS, signInGuard('oauth_token')), TOKEN_METHOD_ERRORS],
+        [
+          TOKEN_PATH,
+          oauthRouter({
+            db: deps.db,
+            tokenTtlSeconds: deps.config.TOKEN_TTL_SECONDS,
+            bodyTimeoutMs: deps.config.BODY_TIMEOUT_MS,
+            signInGuard: signInGuard('oauth_token'),
+            issueLimiter: new TokenIssueLimiter(deps.redis, {
+              prefix: deps.config.QUEUE_PREFIX,
+              limit: deps.config.TOKEN_ISSUE_LIMIT,
+              windowS: deps.config.TOKEN_ISSUE_WINDOW_S,
+              onRefused: () => metrics.limits.refused.inc({ limiter: 'token_issue' }),
+              onUnavailable: (error) => {
+                metrics.limits.unavailable.inc({ limiter: 'token_issue' });
+                deps.logger.debug({ err: error.message }, 'token issue limit not checked');
+              },
+            }),
+          }),
+          TOKEN_METHOD_ERRORS,
+        ],
       ],
       rest,
     ),

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type Koa from 'koa';
 import pg from 'pg';
 import { TokenVerifier } from '../auth/token-verifier.js';
@@ -11,6 +11,7 @@ import { PreparedReader } from '../reads/prepared-read.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { PreparedWriter } from '../sync/prepared-write.js';
 import { createApp } from './app.js';
+import { ConnectionGuard } from './connection-guard.js';
 import type { AppState } from './context.js';
 
 export interface RunningApi {
@@ -68,7 +69,23 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     notifier,
     queues: Object.values(queues),
   });
-  const server = app.listen(config.PORT, config.HOST);
+  // Node's request timeout (300 s by default) is off: it would cut bulk uploads still sending; the guard bounds slow clients.
+  const guard = new ConnectionGuard({
+    bodyTimeoutMs: config.BODY_TIMEOUT_MS,
+    headersTimeoutMs: config.HEADERS_TIMEOUT_MS,
+    unauthenticatedPerAddress: config.TRUST_PROXY_HOPS > 0 ? null : config.UNAUTHENTICATED_CONNECTIONS_PER_ADDRESS,
+  });
+  const server = createServer(
+    {
+      requestTimeout: 0,
+      headersTimeout: config.HEADERS_TIMEOUT_MS,
+      // How often Node looks for connections past headersTimeout (30 s by default, which would make the timeout that much later).
+      connectionsCheckingInterval: Math.min(1_000, Math.ceil(config.HEADERS_TIMEOUT_MS / 4)),
+    },
+    guard.handler(app.callback()),
+  );
+  guard.attach(server);
+  server.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);

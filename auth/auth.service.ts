@@ -2,7 +2,7 @@ import { isStorableText } from '../catalogue/primitives.schema.js';
 import { constantTimeEqual, randomToken, sha256 } from '../platform/crypto.js';
 import type { Database } from '../platform/db.js';
 import { OAuthError } from '../platform/errors.js';
-import { findClient, insertClient, upsertAccount } from './client.repository.js';
+import { type ClientRow, findClient, insertClient, upsertAccount } from './client.repository.js';
 import { insertToken } from './token.repository.js';
 
 export interface IssuedToken {
@@ -23,16 +23,10 @@ export async function createClient(db: Database, account: string) {
 }
 
 /**
- * Issues a token for a client authenticated by id and secret.
+ * The client whose id and secret these are.
  * @throws {OAuthError} invalid_client (401) for an unknown client, a wrong secret or a revoked client.
  */
-export async function issueToken(
-  db: Database,
-  clientId: string,
-  clientSecret: string,
-  ttlSeconds: number,
-  usedBasic: boolean,
-): Promise<IssuedToken> {
+export async function authenticateClient(db: Database, clientId: string, clientSecret: string, usedBasic: boolean): Promise<ClientRow> {
   const client = isStorableText(clientId) ? await findClient(db, clientId) : null;
   const secretMatches = client !== null && constantTimeEqual(sha256(clientSecret).toString('hex'), client.secret_hash.toString('hex'));
   if (!client || !secretMatches || client.revoked_at !== null) {
@@ -43,6 +37,11 @@ export async function issueToken(
       usedBasic ? { 'WWW-Authenticate': 'Basic realm="oauth", charset="UTF-8"' } : {},
     );
   }
+  return client;
+}
+
+/** Issues a token for an authenticated client (only its hash is stored). */
+export async function issueToken(db: Database, client: ClientRow, ttlSeconds: number): Promise<IssuedToken> {
   const token = randomToken(32);
   const issuedAt = new Date(Math.floor(Date.now() / 1000) * 1000);
   const expiresAt = new Date(issuedAt.getTime() + ttlSeconds * 1000);

@@ -7,7 +7,11 @@ import type { RequestLimit } from './token-verifier.js';
  * limits (this file) and failed sign-ins (sign-in.guard.ts). `npm run reset`
  * removes them with the queues.
  */
-export const limitKeySpaces = (prefix: string) => ({ requests: `${prefix}:limit`, signIns: `${prefix}:signin` });
+export const limitKeySpaces = (prefix: string) => ({
+  requests: `${prefix}:limit`,
+  signIns: `${prefix}:signin`,
+  tokens: `${prefix}:tokens`,
+});
 
 /** Removes every limit counter of the prefix (a reset: they refer to accounts and clients that are gone). */
 export async function removeLimitCounters(redis: Redis, prefix: string): Promise<void> {

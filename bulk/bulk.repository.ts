@@ -99,27 +99,30 @@ export interface NewBulkJob {
 /**
  * Creates a job in `receiving`, leased for `leaseSeconds`, unless the account
  * already has `maxUploads` uploads being received (by any API process).
- * @returns false when the account is at its limit.
+ * @returns whether it was opened; when not, the seconds until the earliest
+ * of the account's leases ends (its place frees then unless it is renewed).
  */
 export async function openReceivingJob(
   db: CommonQueryMethods,
   job: NewBulkJob,
   limits: { maxUploads: number; leaseSeconds: number },
-): Promise<boolean> {
+): Promise<{ opened: true } | { opened: false; retryAfterS: number }> {
   return db.transaction(async (tx) => {
     // Uploads of one account are counted one at a time (the account row's lock, which no foreign key check waits for).
     await tx.query(sql.unsafe`SELECT 1 FROM accounts WHERE id = ${job.accountId} FOR NO KEY UPDATE`);
-    const receiving = await tx.oneFirst(sql.type(z.object({ receiving: z.number() }))`
-      SELECT count(*)::int8 AS receiving FROM bulk_jobs
+    const { receiving, free_in_s } = await tx.one(sql.type(z.object({ receiving: z.number(), free_in_s: z.number() }))`
+      SELECT count(*)::int8 AS receiving,
+        coalesce(ceil(extract(epoch FROM min(receiving_until) - now())), 1)::int8 AS free_in_s
+      FROM bulk_jobs
       WHERE account_id = ${job.accountId} AND status = 'receiving' AND receiving_until > now()
     `);
-    if (receiving >= limits.maxUploads) return false;
+    if (receiving >= limits.maxUploads) return { opened: false, retryAfterS: Math.max(1, free_in_s) };
     await tx.query(sql.unsafe`
       INSERT INTO bulk_jobs (id, account_id, lang_key, language_id, client_id, request_id, status, api_version, receiving_until)
       VALUES (${job.id}, ${job.accountId}, ${job.langKey}, ${job.languageId}, ${job.clientId}, ${job.requestId}, 'receiving',
         ${job.apiVersion}, now() + make_interval(secs => ${limits.leaseSeconds}))
     `);
-    return true;
+    return { opened: true };
   });
 }
 
@@ -148,12 +151,22 @@ export async function discardReceivingJob(db: CommonQueryMethods, jobId: string)
   await db.query(sql.unsafe`DELETE FROM bulk_jobs WHERE id = ${jobId} AND status = 'receiving'`);
 }
 
-/** Removes jobs whose upload was abandoned (its API process died): their lease ran out. */
+/**
+ * How long after its lease ended an upload is taken for abandoned: its place
+ * is free from the lease's end, but an upload whose API process only could
+ * not renew for a while (Postgres restarting, a stalled process) is not
+ * removed under it.
+ */
+const ABANDONED_AFTER_S = 20;
+
+/** Removes jobs whose upload was abandoned (its API process died): their lease ran out ABANDONED_AFTER_S ago. */
 export async function discardAbandonedUploads(db: CommonQueryMethods, limit: number): Promise<number> {
   const removed = await db.anyFirst(sql.type(z.object({ id: z.string() }))`
     DELETE FROM bulk_jobs WHERE id IN (
-      SELECT id FROM bulk_jobs WHERE status = 'receiving' AND receiving_until < now() ORDER BY receiving_until LIMIT ${limit}
-    ) AND status = 'receiving' AND receiving_until < now()
+      SELECT id FROM bulk_jobs
+      WHERE status = 'receiving' AND receiving_until < now() - make_interval(secs => ${ABANDONED_AFTER_S})
+      ORDER BY receiving_until LIMIT ${limit}
+    ) AND status = 'receiving' AND receiving_until < now() - make_interval(secs => ${ABANDONED_AFTER_S})
     RETURNING id
   `);
   return removed.length;

@@ -67,15 +67,14 @@ export interface UploadLimits {
 }
 
 /**
- * How long a job being received stays reserved without news from its API
- * process (then a sweeper removes it and the account's place is free again):
- * twice the idle timeout, at least 10 s. A live upload renews it four times
- * per lease; one whose client is silent longer is cut by the API anyway.
+ * How long an upload holds its account's place without news from its API
+ * process, which renews the lease every RECEIVING_RENEW_MS while the upload
+ * is alive, whatever its client does (the idle timeout judges the client).
+ * An upload whose API process died gives its place back within this; a
+ * sweeper removes it a while later (bulk.repository.ts, ABANDONED_AFTER_S).
  */
-const receivingLeaseSeconds = (idleTimeoutMs: number) => Math.max(10, Math.ceil((2 * idleTimeoutMs) / 1000));
-
-/** Seconds a client over its account's upload limit is asked to wait. */
-const UPLOAD_LIMIT_RETRY_AFTER_S = 5;
+const RECEIVING_LEASE_S = 10;
+const RECEIVING_RENEW_MS = 2_000;
 
 /**
  * Stores an NDJSON upload in `bulk_lines`, then queues its job: when this
@@ -98,7 +97,6 @@ export async function receiveBulk(
   const { db } = context;
   const language = await requireLanguage(db, context.accountId, languageId);
   const jobId = randomUUID();
-  const leaseSeconds = receivingLeaseSeconds(upload.idleTimeoutMs);
   const opened = await openReceivingJob(
     db,
     {
@@ -110,23 +108,21 @@ export async function receiveBulk(
       requestId: context.requestId,
       apiVersion: generation,
     },
-    { maxUploads: upload.perAccount, leaseSeconds },
+    { maxUploads: upload.perAccount, leaseSeconds: RECEIVING_LEASE_S },
   );
-  if (!opened) {
+  if (!opened.opened) {
+    // The soonest a place can free: when the earliest lease ends unless renewed (at once if its upload is answered first).
     throw new HttpStatusError(
       429,
       `Too many bulk uploads in progress for this account: at most ${upload.perAccount} at a time; send this file once one of them has been answered`,
-      { 'Retry-After': String(UPLOAD_LIMIT_RETRY_AFTER_S) },
+      { 'Retry-After': String(opened.retryAfterS) },
     );
   }
-  const renewal = setInterval(
-    () => {
-      renewReceivingJob(db, jobId, leaseSeconds).catch((error: Error) =>
-        context.logger.warn({ err: error.message, bulk_job: jobId }, 'could not renew the lease of an upload'),
-      );
-    },
-    (leaseSeconds * 1000) / 4,
-  );
+  const renewal = setInterval(() => {
+    renewReceivingJob(db, jobId, RECEIVING_LEASE_S).catch((error: Error) =>
+      context.logger.warn({ err: error.message, bulk_job: jobId }, 'could not renew the lease of an upload'),
+    );
+  }, RECEIVING_RENEW_MS);
   renewal.unref();
   const splitter = new NdjsonCopyTransform(jobId);
   try {

@@ -80,8 +80,18 @@ const environmentSchema = z.object({
   AUTH_FAILURE_LIMIT: integer(10, 1, 1_000_000),
   AUTH_ADDRESS_FAILURE_LIMIT: integer(30, 1, 1_000_000),
   AUTH_FAILURE_WINDOW_S: integer(60, 1, 86_400),
+  // Tokens one client may be issued within TOKEN_ISSUE_WINDOW_S (auth/token-issue.limiter.ts); one more is a 429.
+  TOKEN_ISSUE_LIMIT: integer(60, 1, 1_000_000),
+  TOKEN_ISSUE_WINDOW_S: integer(60, 1, 86_400),
   // Reverse proxies in front of the API that append to X-Forwarded-For (0: the peer is the client).
   TRUST_PROXY_HOPS: integer(0, 0, 10),
+  // Slow clients (api/connection-guard.ts): a request's headers must arrive within HEADERS_TIMEOUT_MS, and the body
+  // of any request but a bulk upload within BODY_TIMEOUT_MS of the service starting to read it; either is a 408.
+  HEADERS_TIMEOUT_MS: integer(20_000, 100, 600_000),
+  BODY_TIMEOUT_MS: integer(10_000, 100, 600_000),
+  // Open connections from one address that have not yet signed in (no valid token or credentials on any of
+  // their requests); one more is answered 429 and closed. Not applied behind proxies (TRUST_PROXY_HOPS > 0).
+  UNAUTHENTICATED_CONNECTIONS_PER_ADDRESS: integer(128, 1, 1_000_000),
   // How long one applier run of a language lasts at most before the language queues for its next turn (fair share).
   APPLIER_RUN_MS: integer(1_000, 50, 600_000),
   // Bulk uploads of one account in progress at once (across API processes); one more is a 429.

@@ -146,8 +146,8 @@ export class AdminUnauthorizedError extends AppError {
 /** Too many failed admin sign-ins from this address or for this user (auth/sign-in.guard.ts). */
 export class AdminSignInBlockedError extends AppError {
   readonly status = 429;
-  constructor(retryAfterS: number) {
-    super(`Too many failed sign-ins: retry after ${retryAfterS} s`);
+  constructor(retryAfterS: number, reason: 'failures' | 'in_progress' = 'failures') {
+    super(`Too many ${reason === 'failures' ? 'failed sign-ins' : 'sign-ins in progress'}: retry after ${retryAfterS} s`);
     this.headers['Retry-After'] = String(retryAfterS);
   }
   body() {

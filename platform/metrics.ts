@@ -102,14 +102,14 @@ export function createHttpMetrics(registry: Registry) {
 
 export type HttpMetrics = ReturnType<typeof createHttpMetrics>;
 
-/** The limiters of the API: `account` (request limits), `oauth_token` and `admin` (failed sign-ins). */
-export type LimiterName = 'account' | 'oauth_token' | 'admin';
+/** The limiters of the API: `account` (request limits), `oauth_token` and `admin` (failed sign-ins), `token_issue` (tokens per client). */
+export type LimiterName = 'account' | 'oauth_token' | 'admin' | 'token_issue';
 
 export function createLimitMetrics(registry: Registry) {
   return {
     refused: new Counter({
       name: 'sync_rate_limited_total',
-      help: 'Requests refused with 429 by a limiter (account: request limits; oauth_token, admin: repeated failed sign-ins)',
+      help: 'Requests refused with 429 by a limiter (account: request limits; oauth_token, admin: repeated failed sign-ins; token_issue: tokens per client)',
       labelNames: ['limiter'],
       registers: [registry],
     }),

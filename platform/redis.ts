@@ -17,13 +17,17 @@ export function createRedis(url: string, role: 'producer' | 'worker', extra: Red
 /**
  * `promise`, or a rejection once `ms` have passed: for calls on the request
  * path that must not wait for a Redis that is connected but not answering.
+ * The rejection waits for the event loop to read what has arrived meanwhile:
+ * after the process itself was busy for `ms` (timers run before sockets are
+ * read), an answer already there wins, so a loaded API does not let limits
+ * go unchecked for a slowness of its own.
  */
 export function withinMs<T>(promise: Promise<T>, ms: number, what = 'Redis'): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
     promise,
     new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+      timer = setTimeout(() => setImmediate(() => reject(new Error(`${what} did not answer within ${ms} ms`))), ms);
     }),
   ]).finally(() => clearTimeout(timer));
 }

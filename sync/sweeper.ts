@@ -29,7 +29,8 @@ const RECOVER_PAGE = 200;
  * A wake-up job that used up its attempts while Postgres (or anything else it
  * needs) was away is run again once a sweep gets through, so it does not
  * stay failed for work that is done, or that its new run does. A bulk upload
- * left `receiving` by an API process that died is removed once its lease ends.
+ * left `receiving` by an API process that died is removed a while after its
+ * lease ends (bulk/bulk.repository.ts, discardAbandonedUploads).
  */
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;

@@ -246,9 +246,10 @@ describe('when one account stalls four uploads', () => {
 });
 
 describe('when the API process receiving uploads dies', () => {
-  it('should keep nothing of them and give the account its places back once their lease has run out', async () => {
+  it('should keep nothing of them, answer 429 with a Retry-After that says when their places free, and free them then', async () => {
     const shop = await newShop();
-    const { child: api, baseUrl } = await spawnApi(env.config);
+    // The deployment's idle timeout (30 s): how soon a place frees does not depend on it.
+    const { child: api, baseUrl } = await spawnApi(env.config, { BULK_IDLE_TIMEOUT_MS: '30000' });
     const body = Buffer.from(`${productLines('D', 12_000)}{"product"`);
     const stalled = [0, 1].map(() => rawUpload(shop, [body], { stall: true, baseUrl }));
     for (const item of stalled) item.answer.catch(() => undefined);
@@ -258,27 +259,36 @@ describe('when the API process receiving uploads dies', () => {
       (now) => now.jobs === 2 && now.lines >= 2 * 5_000,
     );
     await stopProcess(api, 'SIGKILL');
+    const killed = Date.now();
     const line = '{"product":{"id":"after","name":"after the crash"}}\n';
 
-    // Nobody can tell yet whether the process is gone or slow: its uploads keep their places for a while ...
+    // Nobody can tell yet whether the process is gone or slow: its uploads keep their places for a moment ...
     const meanwhile = await upload(shop, line);
     expect(meanwhile.status).toBe(429);
     expect(await kept(shop)).toMatchObject({ jobs: 0 });
-    // ... until their lease runs out (twice the idle timeout, at least 10 s); then a worker's sweeper removes them.
+    // ... which the answer says: the lease its process no longer renews ends within 10 s.
+    const retryAfterS = Number(meanwhile.headers.get('retry-after'));
+    expect(retryAfterS).toBeGreaterThanOrEqual(1);
+    expect(retryAfterS).toBeLessThanOrEqual(10);
+    await new Promise((resolve) => setTimeout(resolve, retryAfterS * 1_000));
+    // Asked again when told to (with a second's slack for the clocks), the upload is taken.
     const accepted = await waitFor(
       'a place again',
       () => upload(shop, line),
       (answer) => answer.status === 202,
-      30_000,
+      1_000,
     );
+    expect(Date.now() - killed).toBeLessThan(15_000);
     expect(await waitForJob(shop, accepted.headers.get('location')!)).toMatchObject({ status: 'completed', lines: 1, saved: 1 });
+    // A worker's sweeper removes the abandoned uploads a while after their leases ended (20 s).
     await waitFor(
       'abandoned uploads removed',
       () => receiving(shop.accountId),
       (now) => now.jobs === 0 && now.lines === 0,
+      45_000,
     );
     expect(await kept(shop)).toEqual({ jobs: 1, lines: 0 });
-  }, 90_000);
+  }, 120_000);
 });
 
 describe('when a 20 MB body of newlines is uploaded', () => {

@@ -141,3 +141,50 @@ describe('when wrong admin passwords are sent', () => {
     expect(Date.now() - lastCounted).toBeLessThanOrEqual((WINDOW_S + 1.5) * 1_000);
   });
 });
+
+/*
+ * Attempts sent at once: each takes its place before its credentials are
+ * looked at, so they cannot all pass a check that none of them has been
+ * counted in yet (docs/consistency.md, "Failed sign-ins").
+ */
+describe('when many wrong credentials arrive at once', () => {
+  const AT_ONCE = 32;
+
+  function expectAtMostLimitFailed(answers: HttpResponse[], limit: number) {
+    const statuses = answers.map((answer) => answer.status);
+    const failed = statuses.filter((status) => status === 401).length;
+    expect(failed).toBeGreaterThanOrEqual(1);
+    expect(failed).toBeLessThanOrEqual(limit);
+    expect(statuses.filter((status) => status === 429).length).toBe(AT_ONCE - failed);
+  }
+
+  it('should answer at most the limit of guesses for one client id with 401, the rest with 429, and count them all', async () => {
+    const client = await env.newClient();
+    const attacker = freshAddress();
+    const answers = await Promise.all(Array.from({ length: AT_ONCE }, () => requestToken(wrongSecret(client), attacker)));
+    expectAtMostLimitFailed(answers, PER_SUBJECT);
+    for (const answer of answers.filter((item) => item.status === 429)) expectSlowDown(answer);
+    // Every guess let through was counted: the next one is refused for the failures.
+    expectSlowDown(await requestToken(wrongSecret(client), attacker));
+  });
+
+  it('should answer at most the limit of guesses from one address with 401, for any client ids', async () => {
+    const attacker = freshAddress();
+    const answers = await Promise.all(
+      Array.from({ length: AT_ONCE }, () => requestToken({ client_id: uniqueName('guess'), client_secret: 'guess' }, attacker)),
+    );
+    expectAtMostLimitFailed(answers, PER_ADDRESS);
+  });
+
+  it('should answer at most the limit of wrong admin passwords with 401', async () => {
+    const attacker = freshAddress();
+    const answers = await Promise.all(
+      Array.from({ length: AT_ONCE }, () =>
+        env.request('GET', '/admin/api/sync-status', {
+          headers: { authorization: `Basic ${Buffer.from('admin:guess').toString('base64')}`, 'x-forwarded-for': attacker },
+        }),
+      ),
+    );
+    expectAtMostLimitFailed(answers, PER_SUBJECT);
+  });
+});

@@ -1,7 +1,8 @@
 import type { Next } from 'koa';
-import type { SignInGuard } from '../../auth/sign-in.guard.js';
+import { isRefusal, type SignInGuard } from '../../auth/sign-in.guard.js';
 import { constantTimeEqual } from '../../platform/crypto.js';
 import { AdminSignInBlockedError, AdminUnauthorizedError, AdminUnavailableError } from '../../platform/errors.js';
+import { connectionSignedIn } from '../connection-guard.js';
 import type { AppContext } from '../context.js';
 
 /**
@@ -18,16 +19,17 @@ export function adminAuthMiddleware(user: string, password: string | undefined, 
     const separator = decoded.indexOf(':');
     const givenUser = separator >= 0 ? decoded.slice(0, separator) : '';
     const givenPassword = separator >= 0 ? decoded.slice(separator + 1) : '';
-    const wait = guard && header !== '' ? await guard.refusal(givenUser, ctx.ip) : null;
-    if (wait !== null) throw new AdminSignInBlockedError(wait);
+    const attempt = guard && header !== '' ? await guard.attempt(givenUser, ctx.ip) : null;
+    if (attempt && isRefusal(attempt)) throw new AdminSignInBlockedError(attempt.waitS, attempt.reason);
     // Both comparisons always run, so timing does not tell which part was wrong.
     const userOk = constantTimeEqual(givenUser, user);
     const passwordOk = constantTimeEqual(givenPassword, password);
     if (!(userOk && passwordOk)) {
-      if (guard && header !== '') await guard.failed(givenUser, ctx.ip);
+      await attempt?.failed();
       throw new AdminUnauthorizedError();
     }
-    await guard?.succeeded(givenUser, ctx.ip);
+    await attempt?.succeeded();
+    connectionSignedIn(ctx.req.socket);
     ctx.state.adminUser = givenUser;
     return next();
   };

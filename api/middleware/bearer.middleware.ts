@@ -1,6 +1,7 @@
 import type { Next } from 'koa';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
 import { UnauthorizedError } from '../../platform/errors.js';
+import { connectionSignedIn } from '../connection-guard.js';
 import type { AppContext } from '../context.js';
 
 /** Guards /api/v1 and /api/v2: a live bearer token sets `ctx.state.principal`. */
@@ -12,6 +13,7 @@ export function bearerMiddleware(verifier: TokenVerifier) {
     const principal = await verifier.verify(match[1]);
     if (!principal) throw new UnauthorizedError();
     ctx.state.principal = principal;
+    connectionSignedIn(ctx.req.socket);
     return next();
   };
 }

@@ -12,11 +12,16 @@ import type { AppContext } from '../context.js';
 const BODY_LIMIT_BYTES = 1024 * 1024;
 
 interface BodyOptions {
+  /** How long the whole body may take to arrive once it is read (BODY_TIMEOUT_MS). */
+  timeoutMs: number;
   /** Also accept application/x-www-form-urlencoded. */
   form?: boolean;
-  /** Turns a parse failure into the error the route's clients expect. */
-  onError?: (kind: 'malformed' | 'too_large' | 'unsupported', detail: string) => AppError;
+  /** Turns a parse failure into the error the route's clients expect (a `timeout` closes the connection, whatever it says). */
+  onError?: (kind: 'malformed' | 'too_large' | 'unsupported' | 'timeout', detail: string) => AppError;
 }
+
+/** A body cut for its slowness: the rest of it is of no use, so the connection is closed with the answer. */
+const CLOSE_CONNECTION = { Connection: 'close' };
 
 const defaultOnError: NonNullable<BodyOptions['onError']> = (kind, detail) => {
   switch (kind) {
@@ -26,6 +31,8 @@ const defaultOnError: NonNullable<BodyOptions['onError']> = (kind, detail) => {
       return new HttpStatusError(415, detail);
     case 'malformed':
       return new BadRequestError(detail);
+    case 'timeout':
+      return new HttpStatusError(408, detail, CLOSE_CONNECTION);
   }
 };
 
@@ -35,7 +42,9 @@ const TOO_DEEP = `Request body is nested too deeply: at most ${MAX_JSON_DEPTH} l
 /**
  * Parses JSON (and optionally form) bodies of at most 1 MiB. A body of any
  * other type is refused with 415; a request without a body gets
- * `ctx.request.body === undefined`, which the route reports as missing.
+ * `ctx.request.body === undefined`, which the route reports as missing. A
+ * body that has not arrived within `timeoutMs` is a 408 (the route never
+ * runs), so a slow client cannot hold a request open.
  *
  * The bytes are checked before anything is parsed: a body that is not valid
  * UTF-8 is refused (decoding would turn each bad byte into U+FFFD, and two
@@ -44,10 +53,11 @@ const TOO_DEEP = `Request body is nested too deeply: at most ${MAX_JSON_DEPTH} l
  * too deep (JSON.parse would take about a second over the deepest body that
  * fits in 1 MiB, and serve nothing else meanwhile).
  */
-export function bodyMiddleware(options: BodyOptions = {}) {
+export function bodyMiddleware(options: BodyOptions) {
   const onError = options.onError ?? defaultOnError;
   const accepted = options.form ? ['json', 'urlencoded'] : ['json'];
   const malformed = `Malformed request body: ${options.form ? 'expected JSON or form data' : 'expected valid JSON'}`;
+  const timeoutMessage = `The request body did not arrive within ${options.timeoutMs / 1000} s: send the request again`;
   const parse = koaBody({
     json: true,
     urlencoded: options.form ?? false,
@@ -74,7 +84,11 @@ export function bodyMiddleware(options: BodyOptions = {}) {
       ctx.request.body = undefined;
       return next();
     }
-    const bytes = await readBody(ctx, onError, malformed);
+    const bytes = await withinTimeout(readBody(ctx, onError, malformed), options.timeoutMs, () => {
+      const error = onError('timeout', timeoutMessage);
+      Object.assign(error.headers, CLOSE_CONNECTION);
+      return error;
+    });
     if (!isUtf8(bytes)) throw onError('malformed', NOT_UTF8);
     if (bytes.length === 0) {
       ctx.request.body = undefined;
@@ -129,5 +143,23 @@ async function readBody(ctx: AppContext, onError: NonNullable<BodyOptions['onErr
   } catch (error) {
     if ((error as { status?: number }).status === 413) throw onError('too_large', 'Request body is larger than 1 MiB');
     throw onError('malformed', malformed);
+  }
+}
+
+/** `reading`'s bytes, or the timeout's error once `timeoutMs` have passed first (the read is left to fail with the connection). */
+async function withinTimeout(reading: Promise<Buffer>, timeoutMs: number, timeout: () => AppError): Promise<Buffer> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<'expired'>((resolve) => {
+    timer = setTimeout(() => resolve('expired'), timeoutMs);
+  });
+  try {
+    const outcome = await Promise.race([reading, expired]);
+    if (outcome === 'expired') {
+      reading.catch(() => undefined);
+      throw timeout();
+    }
+    return outcome;
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -76,7 +76,7 @@ export function registerAdminPaths(registry: OpenAPIRegistry): void {
     request: { body: { required: true, content: json(setAsideRetryAllSchema) } },
     responses: {
       200: { description: 'The changes put back in line', content: json(setAsideRetriedSchema) },
-      ...errors('badRequest', 'tooLarge', ...ADMIN),
+      ...errors('badRequest', 'tooLarge', 'bodyTimeout', ...ADMIN),
       ...jsonOnly,
     },
   });

@@ -59,7 +59,8 @@ const UPLOAD =
   'The file may be gzip-compressed (`Content-Encoding: gzip`). It is stored before the answer: 202 once all of it is ' +
   'durable. An account has at most `BULK_UPLOADS_PER_ACCOUNT` uploads in progress (429 beyond); an upload whose client ' +
   'sends nothing for `BULK_IDLE_TIMEOUT_MS` is cut (408); a file larger than `BULK_MAX_BYTES` once decoded is refused ' +
-  '(413). A refused or cut upload leaves nothing behind.';
+  '(413). Nothing else cuts an upload, however long it takes while data keeps arriving. A refused or cut upload leaves ' +
+  'nothing behind.';
 
 /** The bulk operations of one interface. */
 export function registerBulkPaths(registry: OpenAPIRegistry, generation: Generation): void {

@@ -92,6 +92,15 @@ export const ERROR_RESPONSES = {
     },
   },
   tooLarge: { status: 413, response: { description: 'The body is larger than 1 MiB', content: json(messageErrorSchema) } },
+  bodyTimeout: {
+    status: 408,
+    response: {
+      description:
+        'The body did not arrive within `BODY_TIMEOUT_MS` (10 s) of the service starting to read it: nothing was done, and the connection is closed',
+      headers: { Connection: header('`close`') },
+      content: json(messageErrorSchema),
+    },
+  },
   unsupportedMediaType: { status: 415, response: { description: 'The body is not JSON', content: json(messageErrorSchema) } },
   uploadTimeout: {
     status: 408,
@@ -122,7 +131,11 @@ export const ERROR_RESPONSES = {
     response: {
       description:
         'The account already has `BULK_UPLOADS_PER_ACCOUNT` (2) uploads in progress; send the file again once one of them is answered',
-      headers: { 'Retry-After': header('Seconds to wait before trying again') },
+      headers: {
+        'Retry-After': header(
+          'Seconds until a place can free: the soonest an upload in progress can give its place back (at once when it is answered; within 10 s when its API process died)',
+        ),
+      },
       content: json(messageErrorSchema),
     },
   },
@@ -192,6 +205,7 @@ export const WRITE_ERRORS: ErrorResponseName[] = [
   'unauthorized',
   'languageNotFound',
   'tooLarge',
+  'bodyTimeout',
   'unsupportedMediaType',
   'serverError',
 ];

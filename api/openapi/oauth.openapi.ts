@@ -64,10 +64,16 @@ export function registerOAuthPaths(registry: OpenAPIRegistry): void {
         headers: { ...noStore, Allow: { schema: { type: 'string' }, description: '`POST`' } },
         content: json(oauthErrorSchema),
       },
+      408: {
+        description:
+          '`invalid_request`: the body did not arrive within `BODY_TIMEOUT_MS` (10 s); no token was issued and the connection is closed',
+        headers: { ...noStore, Connection: { schema: { type: 'string' }, description: '`close`' } },
+        content: json(oauthErrorSchema),
+      },
       413: { description: '`invalid_request`: the body is larger than 1 MiB', headers: noStore, content: json(oauthErrorSchema) },
       429: {
         description:
-          '`slow_down`: too many failed attempts for this client id or from this address lately (AUTH_FAILURE_LIMIT, AUTH_ADDRESS_FAILURE_LIMIT per AUTH_FAILURE_WINDOW_S); the credentials were not looked at. Retry after `Retry-After` seconds.',
+          '`slow_down`: too many failed attempts for this client id or from this address lately (AUTH_FAILURE_LIMIT, AUTH_ADDRESS_FAILURE_LIMIT per AUTH_FAILURE_WINDOW_S), or as many attempts in progress at once, and the credentials were not looked at; or this client has been issued TOKEN_ISSUE_LIMIT tokens within TOKEN_ISSUE_WINDOW_S (60 per 60 s) and should reuse the one it has. Retry after `Retry-After` seconds.',
         headers: { ...noStore, 'Retry-After': { schema: { type: 'integer', minimum: 1 }, description: 'Seconds to wait' } },
         content: json(oauthErrorSchema),
       },

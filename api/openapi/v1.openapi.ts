@@ -93,7 +93,7 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
       request: { body: { required: true, content: json(envelope('language', languageWriteSchema.openapi('LanguageWrite'))) } },
       responses: {
         200: { description: 'Saved', content: json(saved('language', languageSchema.openapi('Language'), 'Language', 'saved')) },
-        ...errors('badRequest', 'unauthorized', 'tooLarge', 'unsupportedMediaType', 'serverError'),
+        ...errors('badRequest', 'unauthorized', 'tooLarge', 'bodyTimeout', 'unsupportedMediaType', 'serverError'),
       },
     });
   }

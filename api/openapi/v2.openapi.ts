@@ -241,7 +241,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
         // Language-scoped: the language, or a record the write needs (a purchase event's order), may be missing.
         ...errors(
           ...(path.includes('{language_id}')
-            ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'unsupportedMediaType', 'serverError'] as const)
+            ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'bodyTimeout', 'unsupportedMediaType', 'serverError'] as const)
             : WRITE_ERRORS.filter((name) => name !== 'languageNotFound')),
         ),
       },
@@ -493,7 +493,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
         ...(parent === 'order' ? { 200: { description: 'The line', content: json(lineItemSchemas.order) } } : { 204: NO_CONTENT }),
         ...errors(
           ...(parent === 'order'
-            ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'unsupportedMediaType', 'serverError'] as const)
+            ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'bodyTimeout', 'unsupportedMediaType', 'serverError'] as const)
             : // A product id over 255 characters cannot name a product of the cart (interface §13.2): 400 invalid_parameters.
               (['badRequest', 'unauthorized', 'notFound', 'serverError'] as const)),
         ),

@@ -42,7 +42,7 @@ export function adminRouter({ config, db, notifier }: AdminDependencies) {
   const router = new Router<AppState>({ prefix: '/admin' });
   // The app guards all of /admin already (adminAreaMiddleware); this keeps the router safe when mounted on its own.
   router.use(adminAuthMiddleware(config.ADMIN_USER, config.ADMIN_PASSWORD));
-  const body = bodyMiddleware();
+  const body = bodyMiddleware({ timeoutMs: config.BODY_TIMEOUT_MS });
 
   /** What counts is defined in sync/status.repository.ts. */
   router.get('/api/sync-status', async (ctx: AppContext) => {

@@ -1,8 +1,11 @@
 import Router from '@koa/router';
-import { issueToken } from '../../auth/auth.service.js';
-import type { SignInGuard } from '../../auth/sign-in.guard.js';
+import { authenticateClient, issueToken } from '../../auth/auth.service.js';
+import type { ClientRow } from '../../auth/client.repository.js';
+import { isRefusal, type SignInGuard } from '../../auth/sign-in.guard.js';
+import type { TokenIssueLimiter } from '../../auth/token-issue.limiter.js';
 import type { Database } from '../../platform/db.js';
 import { OAuthError } from '../../platform/errors.js';
+import { connectionSignedIn } from '../connection-guard.js';
 import type { AppContext, AppState } from '../context.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
 
@@ -53,24 +56,28 @@ function readCredentials(ctx: AppContext, body: Record<string, unknown>): Client
 /**
  * Client authentication under the sign-in guard: refused (429 `slow_down`,
  * RFC 8628 3.5) before the secret is looked at while the client id or the
- * address has too many recent failures; an `invalid_client` is counted.
+ * address has too many recent failures (or attempts in progress); an
+ * `invalid_client` is counted.
  */
-async function guarded<T>(guard: SignInGuard | undefined, clientId: string, address: string, authenticate: () => Promise<T>): Promise<T> {
+async function guarded(guard: SignInGuard | undefined, clientId: string, address: string, authenticate: () => Promise<ClientRow>) {
   if (!guard) return authenticate();
-  const wait = await guard.refusal(clientId, address);
-  if (wait !== null) {
-    throw new OAuthError(429, 'slow_down', `Too many failed attempts for this client or from this address: retry after ${wait} s`, {
-      'Retry-After': String(wait),
+  const attempt = await guard.attempt(clientId, address);
+  if (isRefusal(attempt)) {
+    const why = attempt.reason === 'failures' ? 'Too many failed attempts' : 'Too many attempts in progress';
+    throw new OAuthError(429, 'slow_down', `${why} for this client or from this address: retry after ${attempt.waitS} s`, {
+      'Retry-After': String(attempt.waitS),
     });
   }
+  let client: ClientRow;
   try {
-    const result = await authenticate();
-    await guard.succeeded(clientId, address);
-    return result;
+    client = await authenticate();
   } catch (error) {
-    if (error instanceof OAuthError && error.code === 'invalid_client') await guard.failed(clientId, address);
+    if (error instanceof OAuthError && error.code === 'invalid_client') await attempt.failed();
+    else await attempt.abandoned();
     throw error;
   }
+  await attempt.succeeded();
+  return client;
 }
 
 /** The token endpoint's path, as the router matches it (any case, an optional trailing slash). */
@@ -85,14 +92,26 @@ const methodNotAllowed = () =>
   new OAuthError(405, 'invalid_request', 'Method not allowed: the token endpoint takes POST only', { Allow: 'POST' });
 export const TOKEN_METHOD_ERRORS = { throw: true, methodNotAllowed, notImplemented: methodNotAllowed } as const;
 
-export function oauthRouter(db: Database, tokenTtlSeconds: number, guard: SignInGuard | undefined) {
+export interface OAuthDependencies {
+  db: Database;
+  tokenTtlSeconds: number;
+  /** BODY_TIMEOUT_MS: how long a token request's body may take to arrive. */
+  bodyTimeoutMs: number;
+  signInGuard: SignInGuard | undefined;
+  /** Tokens per client (TOKEN_ISSUE_LIMIT per TOKEN_ISSUE_WINDOW_S). */
+  issueLimiter: TokenIssueLimiter;
+}
+
+export function oauthRouter({ db, tokenTtlSeconds, bodyTimeoutMs, signInGuard, issueLimiter }: OAuthDependencies) {
   const router = new Router<AppState>();
   router.post(
     '/oauth/token',
     bodyMiddleware({
+      timeoutMs: bodyTimeoutMs,
       form: true,
       onError: (kind, detail) => {
         if (kind === 'too_large') return new OAuthError(413, 'invalid_request', detail);
+        if (kind === 'timeout') return new OAuthError(408, 'invalid_request', detail);
         return invalidRequest(kind === 'unsupported' ? 'The body must be application/json or application/x-www-form-urlencoded' : detail);
       },
     }),
@@ -107,9 +126,22 @@ export function oauthRouter(db: Database, tokenTtlSeconds: number, guard: SignIn
         throw new OAuthError(400, 'unsupported_grant_type', 'Only the client_credentials grant is supported');
       }
       const credentials = readCredentials(ctx, body);
-      const token = await guarded(guard, credentials.clientId, ctx.ip, () =>
-        issueToken(db, credentials.clientId, credentials.clientSecret, tokenTtlSeconds, credentials.usedBasic),
+      const client = await guarded(signInGuard, credentials.clientId, ctx.ip, () =>
+        authenticateClient(db, credentials.clientId, credentials.clientSecret, credentials.usedBasic),
       );
+      connectionSignedIn(ctx.req.socket);
+      const wait = await issueLimiter.take(client.id);
+      if (wait !== null) {
+        const { limit, windowS } = issueLimiter.options;
+        throw new OAuthError(
+          429,
+          'slow_down',
+          `Too many tokens requested for this client: at most ${limit} every ${windowS} s. ` +
+            `A token stays valid for ${tokenTtlSeconds} s: reuse it until it expires, or retry after ${wait} s`,
+          { 'Retry-After': String(wait) },
+        );
+      }
+      const token = await issueToken(db, client, tokenTtlSeconds);
       ctx.set('Cache-Control', 'no-store');
       ctx.set('Pragma', 'no-cache');
       ctx.body = token;

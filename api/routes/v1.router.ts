@@ -29,6 +29,8 @@ export interface V1Dependencies {
   /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
   limiter: RequestLimiter | undefined;
   uploads: UploadLimits;
+  /** BODY_TIMEOUT_MS: how long a write's body may take to arrive. */
+  bodyTimeoutMs: number;
 }
 
 const profileQuerySchema = z
@@ -38,10 +40,10 @@ const profileQuerySchema = z
   })
   .strict();
 
-export function v1Router({ db, copyPool, verifier, notifier, writer, limiter, uploads }: V1Dependencies) {
+export function v1Router({ db, copyPool, verifier, notifier, writer, limiter, uploads, bodyTimeoutMs }: V1Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v1' });
   router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
-  const body = bodyMiddleware();
+  const body = bodyMiddleware({ timeoutMs: bodyTimeoutMs });
   const context = (ctx: AppContext) => {
     const principal = principalOf(ctx);
     return { db, writer, notifier, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId };

@@ -48,6 +48,8 @@ export interface V2Dependencies {
   /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
   limiter: RequestLimiter | undefined;
   uploads: UploadLimits;
+  /** BODY_TIMEOUT_MS: how long a write's body may take to arrive. */
+  bodyTimeoutMs: number;
 }
 
 registerOpenApi('v2', registerV2Paths);
@@ -64,10 +66,10 @@ export const V2_DELETABLE = RECORD_KINDS;
  * attribute definitions, bulk files of v2 bodies. Routes come from the catalogue's tables: a new kind
  * or link is a row there, not a route here.
  */
-export function v2Router({ db, copyPool, verifier, notifier, writer, reader, limiter, uploads }: V2Dependencies) {
+export function v2Router({ db, copyPool, verifier, notifier, writer, reader, limiter, uploads, bodyTimeoutMs }: V2Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v2' });
   router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
-  const body = bodyMiddleware();
+  const body = bodyMiddleware({ timeoutMs: bodyTimeoutMs });
   const writing = (ctx: AppContext): WriteContext => {
     const principal = principalOf(ctx);
     return { db, writer, notifier, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId };
