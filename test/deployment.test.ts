@@ -103,6 +103,50 @@ describe('when the stack is started with docker compose', () => {
   });
 });
 
+/** The JSON log lines of a command's output. */
+const logLines = (output: string) =>
+  output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { level: number; msg: string; stack?: string });
+
+/** The real start command of a clone (npm start runs `tsx bin/start.ts`), as one node process. */
+const npmStart = (databaseName: string, environment: Environment = {}) =>
+  startCommand(process.execPath, ['--import', 'tsx', 'bin/start.ts'], {
+    ...process.env,
+    DATABASE_URL: `${POSTGRES_URL}/${databaseName}`,
+    REDIS_URL,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    WORKER_METRICS_PORT: '0',
+    QUEUE_PREFIX: uniqueName('tq'),
+    LOG_LEVEL: 'info',
+    ADMIN_PASSWORD: 'a-long-secret',
+    ...environment,
+  });
+
+describe('when npm start finds no database, and then one up to date', { timeout: 240_000 }, () => {
+  const databaseName = uniqueName('cs_deploy_db');
+  afterAll(() => dropDatabase(databaseName));
+
+  it('should say first, in one line, that it created and migrated it, and then that it is up to date', async () => {
+    const said: string[] = [];
+    for (let run = 0; run < 2; run += 1) {
+      const start = npmStart(databaseName);
+      try {
+        await start.waitFor(/"msg":"api listening"/);
+        const lines = logLines(start.output());
+        said.push(lines[0]!.msg);
+        expect(lines.filter((line) => /database/.test(line.msg))).toHaveLength(1);
+      } finally {
+        expect(await start.stop()).toBe(0);
+      }
+    }
+    expect(said[0]).toMatch(new RegExp(`^created database "${databaseName}" and applied \\d+ migrations$`));
+    expect(said[1]).toBe(`database "${databaseName}" is up to date: no migration pending`);
+  });
+});
+
 describe('when the service starts', { timeout: 240_000 }, () => {
   const databases: string[] = [];
   afterAll(async () => {
@@ -115,25 +159,10 @@ describe('when the service starts', { timeout: 240_000 }, () => {
   ])('should log %s as many "admin disabled" warnings as it should (one, or none)', async (_case, password, warnings) => {
     const databaseName = uniqueName('cs_deploy');
     databases.push(databaseName);
-    // The real start command of a clone (npm start runs `tsx bin/start.ts`), as one node process.
-    const start = startCommand(process.execPath, ['--import', 'tsx', 'bin/start.ts'], {
-      ...process.env,
-      DATABASE_URL: `${POSTGRES_URL}/${databaseName}`,
-      REDIS_URL,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      WORKER_METRICS_PORT: '0',
-      QUEUE_PREFIX: uniqueName('tq'),
-      LOG_LEVEL: 'info',
-      ADMIN_PASSWORD: password,
-    });
+    const start = npmStart(databaseName, { ADMIN_PASSWORD: password });
     try {
       await start.waitFor(/"msg":"worker started"/);
-      const lines = start
-        .output()
-        .split('\n')
-        .filter((line) => line.startsWith('{'))
-        .map((line) => JSON.parse(line) as { level: number; msg: string; stack?: string });
+      const lines = logLines(start.output());
       const admin = lines.filter((line) => /ADMIN_PASSWORD/.test(line.msg));
       expect(admin).toHaveLength(warnings);
       for (const line of admin) {
