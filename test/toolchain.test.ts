@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from './support/command.js';
@@ -50,5 +50,39 @@ describe('when CI runs the tests', { timeout: 300_000 }, () => {
     expect(ci.indexOf('source .ci/node.sh')).toBeGreaterThan(-1);
     expect(ci.indexOf('source .ci/node.sh')).toBeLessThan(ci.indexOf('npm ci'));
     expect(ci).toContain('$(node --version)');
+  });
+});
+
+describe('when a developer runs the tests as the README says', () => {
+  const readme = read('README.md');
+  const section = readme.slice(readme.indexOf('### Running the tests'), readme.indexOf('### Benchmark'));
+  const sources = readdirSync(path.join(ROOT, 'test'), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts'))
+    .map((file) => read(path.join('test', file)))
+    .join('\n');
+
+  it('should name every variable the tests read', () => {
+    const variables = new Set([...sources.matchAll(/process\.env\['([A-Z_]+)'\]/g)].map((match) => match[1]!));
+    variables.delete('PATH');
+    variables.delete('HOME');
+    expect([...variables].sort()).toEqual(
+      expect.arrayContaining(['TEST_LOG_LEVEL', 'TEST_OPENAPI_CHECK', 'TEST_POSTGRES_URL', 'TEST_REDIS_URL']),
+    );
+    expect([...variables].filter((name) => !section.includes(`\`${name}`))).toEqual([]);
+  });
+
+  it('should name every program the tests start', () => {
+    // The programs the tests run besides node: a tmux pane, a Postgres server of their own, Debian's Chromium.
+    expect(sources).toMatch(/'tmux'/);
+    expect(sources).toMatch(/'initdb'/);
+    expect(sources).toMatch(/'pg_ctl'/);
+    expect(sources).toContain("'/usr/bin/chromium'");
+    for (const program of ['`tmux`', '`initdb`', '`pg_ctl`', '`/usr/bin/chromium`']) expect(section, program).toContain(program);
+  });
+
+  it('should show how to run one test file', () => {
+    const example = /^npx vitest run (test\/\S+\.test\.ts)$/m.exec(section);
+    expect(example).not.toBeNull();
+    expect(readdirSync(path.join(ROOT, 'test'))).toContain(path.basename(example![1]!));
   });
 });
