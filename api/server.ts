@@ -94,6 +94,8 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   logger.info({ port, host: config.HOST }, 'api listening');
+  // Said once here rather than on every /admin request: the operator sees it where the service starts.
+  if (!config.ADMIN_PASSWORD) logger.warn('admin disabled: ADMIN_PASSWORD is unset, so /admin answers 503; set it to enable /admin');
 
   let closing: Promise<void> | undefined;
   // While closing, answers tell keep-alive clients not to reuse the connection; a busy

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { createClient } from '../auth/auth.service.js';
 import { listClients, revokeClient, setAccountLimit } from '../auth/client.repository.js';
+import { migrateCommand } from '../platform/commands.js';
 import { createDatabase, type Database } from '../platform/db.js';
 import { checkPostgres } from '../platform/preflight.js';
 import { configOrExit, startupOrExit } from './run.js';
@@ -13,7 +14,7 @@ const USAGE = `Usage: npm run --silent cli -- <command>   (built: node dist/bin/
                                  the account's own request limit: N requests per second and N more per minute;
                                  every API process applies it from its next request (--default: back to the
                                  deployment's RATE_LIMIT_RPS / RATE_LIMIT_BURST)
-The database of DATABASE_URL must exist and be migrated (npm run migrate); the CLI never creates it.`;
+The database of DATABASE_URL must exist and be migrated (${migrateCommand()}); the CLI never creates it.`;
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n`);

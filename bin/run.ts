@@ -18,10 +18,27 @@ export function helpOrExit(usage: string, argv: string[] = process.argv.slice(2)
 
 /** What every service command says about its configuration. */
 export const CONFIGURATION_HELP =
-  'Configured by environment variables (DATABASE_URL, REDIS_URL, PORT, ...; see README "Configuration" and .env.example).';
+  'Configured by environment variables (DATABASE_URL, REDIS_URL, PORT, ...; see README "Configuration" and .env.example),\n' +
+  'and by a .env file in the working directory for those the environment leaves unset.';
 
-/** Loads the configuration or exits with a message naming the bad variables. */
+/**
+ * Reads `.env` of the working directory into the environment, with Node's own parser (the format of
+ * `.env.example`). A variable the real environment sets already keeps its value (even an empty one): the
+ * file only fills in what is unset. No file is fine; a file that cannot be read is one line and exit 1.
+ */
+export function loadEnvFileOrExit(file = '.env'): void {
+  try {
+    process.loadEnvFile(file);
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ENOENT') return;
+    process.stderr.write(`Cannot read ${file}: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+/** Loads the configuration (the environment, then `.env`) or exits with a message naming the bad variables. */
 export function configOrExit(): Config {
+  loadEnvFileOrExit();
   try {
     return loadConfig();
   } catch (error) {

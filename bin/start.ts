@@ -1,5 +1,6 @@
 import { startApi } from '../api/server.js';
-import { migrate } from '../platform/migrator.js';
+import { createLogger } from '../platform/logger.js';
+import { describeMigration, migrate } from '../platform/migrator.js';
 import { checkPostgres, checkRedis } from '../platform/preflight.js';
 import { startWorker } from '../worker/worker.js';
 import { CONFIGURATION_HELP, configOrExit, helpOrExit, onShutdown, startupOrExit } from './run.js';
@@ -12,7 +13,10 @@ const config = configOrExit();
 const starting = startupOrExit(async () => {
   await checkPostgres(config.DATABASE_URL, 'server');
   await checkRedis(config.REDIS_URL);
-  await migrate(config.DATABASE_URL);
+  const migration = await migrate(config.DATABASE_URL);
+  // The first thing said: what happened to the database (created, migrated or already up to date).
+  const name = decodeURIComponent(new URL(config.DATABASE_URL).pathname.slice(1));
+  createLogger(config.LOG_LEVEL, 'start').info({ database: name, applied: migration.applied.length }, describeMigration(name, migration));
   const api = await startApi(config);
   const worker = await startWorker(config);
   return { api, worker };

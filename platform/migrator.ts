@@ -110,6 +110,14 @@ export async function migrate(databaseUrl: string, options: MigrationOptions = {
   }
 }
 
+/** One line on what `migrate` did to the database named `name`, for the log of a command that migrates on start. */
+export function describeMigration(name: string, result: MigrationResult): string {
+  const count = `${result.applied.length} ${result.applied.length === 1 ? 'migration' : 'migrations'}`;
+  if (result.createdDatabase) return `created database "${name}" and applied ${count}`;
+  if (result.applied.length > 0) return `migrated database "${name}": applied ${count} (${result.applied.join(', ')})`;
+  return `database "${name}" is up to date: no migration pending`;
+}
+
 /**
  * What `migrate` would apply to this database (numbered files not applied,
  * repeatable files changed), without changing anything: how a process that

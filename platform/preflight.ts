@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { migrateCommand } from './commands.js';
 import { pendingMigrations } from './migrator.js';
 
 /*
@@ -49,7 +50,7 @@ export async function checkPostgres(
     const code = (error as { code?: string }).code;
     if (code === '3D000')
       throw new StartupError(
-        `Database "${name}" does not exist on Postgres at ${host} (${variable}): create it with \`npm run migrate\`, or fix ${variable}`,
+        `Database "${name}" does not exist on Postgres at ${host} (${variable}): create it with \`${migrateCommand()}\`, or fix ${variable}`,
       );
     if (code === '28P01' || code === '28000')
       throw new StartupError(`Postgres at ${host} refused the credentials in ${variable}: ${reason(error)}`);
@@ -61,7 +62,7 @@ export async function checkPostgres(
   const pending = await pendingMigrations(databaseUrl);
   if (pending.length > 0) {
     const shown = pending.slice(0, 3).join(', ') + (pending.length > 3 ? `, ... (${pending.length} in all)` : '');
-    throw new StartupError(`Database "${name}" at ${host} (${variable}) is not migrated: ${shown} pending; run \`npm run migrate\``);
+    throw new StartupError(`Database "${name}" at ${host} (${variable}) is not migrated: ${shown} pending; run \`${migrateCommand()}\``);
   }
 }
 

@@ -1,8 +1,12 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningApi, startApi } from '../api/server.js';
 import { migrate } from '../platform/migrator.js';
-import { CLI_TIMEOUT, type CliResult, runCli } from './support/cli.js';
+import { CLI_TIMEOUT, type CliResult, runCli, runCliWith } from './support/cli.js';
+import { ROOT } from './support/command.js';
 import { dropDatabase, httpRequest, POSTGRES_URL, testConfig, uniqueName } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
 
@@ -167,6 +171,45 @@ describe('when the CLI is pointed at a database it must not use', { timeout: 4 *
     const result = await cliOn(missing, ...args);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Usage: npm run --silent cli -- <command>/);
+  });
+});
+
+describe('when DATABASE_URL is only in a .env file in the working directory', { timeout: 3 * CLI_TIMEOUT }, () => {
+  const databaseName = uniqueName('cs_cli_dotenv');
+  let directory: string;
+  /** The test's environment without any of the service's variables: only .env can name the database. */
+  const bare = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'DATABASE_URL'));
+
+  beforeAll(async () => {
+    await migrate(`${POSTGRES_URL}/${databaseName}`);
+    directory = await mkdtemp(path.join(os.tmpdir(), 'cs-dotenv-'));
+    await writeFile(
+      path.join(directory, '.env'),
+      `# as .env.example has it\nDATABASE_URL=${POSTGRES_URL}/${databaseName}\nREDIS_URL="redis://127.0.0.1:6379"\n`,
+    );
+  }, CLI_TIMEOUT);
+  afterAll(async () => {
+    await dropDatabase(databaseName);
+    if (directory) await rm(directory, { recursive: true, force: true });
+  });
+
+  it('should read it from there and use that database', async () => {
+    const created = await runCliWith({ cwd: directory, env: bare }, 'create-client', '--account', 'dotenv-shop');
+    expect(created, created.stderr).toMatchObject({ code: 0 });
+    expect(JSON.parse(created.stdout)).toMatchObject({ account: 'dotenv-shop' });
+    expect(await query(`${POSTGRES_URL}/${databaseName}`, 'SELECT count(*)::int AS n FROM clients')).toEqual([{ n: 1 }]);
+  });
+
+  it('should be read by every command of the service, where each reads its configuration', async () => {
+    for (const command of ['api', 'worker', 'start', 'migrate', 'cli', 'reset'])
+      expect(await readFile(path.join(ROOT, 'bin', `${command}.ts`), 'utf8'), command).toContain('configOrExit()');
+  });
+
+  it('should let the real environment win over the file', async () => {
+    const elsewhere = uniqueName('cs_cli_not_there');
+    const result = await runCliWith({ cwd: directory, env: { ...bare, DATABASE_URL: `${POSTGRES_URL}/${elsewhere}` } }, 'list-clients');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(new RegExp(`^Database "${elsewhere}" does not exist`));
   });
 });
 

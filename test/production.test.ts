@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { dropDatabase, httpRequest, POSTGRES_URL, REDIS_URL, uniqueName } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
 
@@ -89,6 +90,23 @@ describe('when the service is built for production', () => {
   });
 });
 
+describe('when the README tells how to create a client under Docker', () => {
+  it("should name the compose service that runs the image, and the image's built CLI", () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const command = /^docker compose exec (\S+) node (\S+) create-client --account \S+$/m.exec(readme);
+    expect(command).not.toBeNull();
+    const compose = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+      services: Record<string, { image?: string; build?: string }>;
+    };
+    expect(compose.services[command![1]!]).toMatchObject({ build: '.' });
+    // The image's working directory holds dist/ (the built CLI, run with `node dist/bin/cli.js ...` below).
+    const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8').split(/^FROM .* AS runtime$/m)[1]!;
+    expect(dockerfile).toMatch(/^WORKDIR \/app$/m);
+    expect(dockerfile).toContain('COPY --from=build --chown=node:node /app/dist ./dist');
+    expect(command![2]).toBe('dist/bin/cli.js');
+  });
+});
+
 describe('when the built service runs with plain node', { timeout: 300_000 }, () => {
   const databaseName = uniqueName('cs_prod');
   /** The shop CLI's upload, removed afterwards. */
@@ -110,6 +128,7 @@ describe('when the built service runs with plain node', { timeout: 300_000 }, ()
   let service: ChildProcess | undefined;
   let baseUrl: string;
   let exited: Promise<number | null>;
+  let output = '';
 
   beforeAll(async () => {
     service = spawn(process.execPath, ['dist/bin/start.js'], {
@@ -118,7 +137,6 @@ describe('when the built service runs with plain node', { timeout: 300_000 }, ()
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     exited = new Promise((resolve) => service!.once('exit', (code) => resolve(code)));
-    let output = '';
     service.stdout!.on('data', (chunk) => {
       output += chunk;
     });
@@ -144,6 +162,32 @@ describe('when the built service runs with plain node', { timeout: 300_000 }, ()
     if (service && service.exitCode === null) service.kill('SIGKILL');
     await dropDatabase(databaseName);
     await rm(uploadFile, { force: true });
+  });
+
+  it('should say first what it did to the database (created and migrated it)', () => {
+    const messages = output
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => (JSON.parse(line) as { msg: string }).msg);
+    expect(messages[0]).toMatch(new RegExp(`^created database "${databaseName}" and applied \\d+ migrations$`));
+    expect(messages.indexOf('api listening')).toBeGreaterThan(0);
+  });
+
+  it('should hint at the built migrate command, never at npm run migrate (which needs tsx)', async () => {
+    const missing = uniqueName('cs_prod_missing');
+    const bare = { ...env, DATABASE_URL: `${POSTGRES_URL}/${missing}` };
+    const refused = await run(process.execPath, ['dist/bin/api.js'], bare);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(
+      `Database "${missing}" does not exist on Postgres at 127.0.0.1:5432 (DATABASE_URL): create it with \`node dist/bin/migrate.js\`, or fix DATABASE_URL\n`,
+    );
+    const help = await run(process.execPath, ['dist/bin/cli.js', '--help'], bare);
+    expect(help.stdout).toContain('must exist and be migrated (node dist/bin/migrate.js)');
+    expect(help.stdout).not.toContain('npm run migrate');
+    // The hint is a command that works from where it was given.
+    const migrated = await run(process.execPath, ['dist/bin/migrate.js'], bare);
+    await dropDatabase(missing);
+    expect(migrated, migrated.stderr).toMatchObject({ code: 0 });
   });
 
   it('should migrate, serve, take a client from the built CLI and a file from the built shop CLI', async () => {

@@ -15,11 +15,16 @@ export interface CliResult {
 
 /** The client-management CLI (`npm run cli -- ...`, i.e. bin/cli.ts) against the database at `databaseUrl`. */
 export function runCli(databaseUrl: string, ...args: string[]): Promise<CliResult> {
+  return runCliWith({ env: { ...process.env, DATABASE_URL: databaseUrl } }, ...args);
+}
+
+/** The client-management CLI run in `cwd` (the clone by default) with exactly `env`. */
+export function runCliWith(options: { cwd?: string; env: NodeJS.ProcessEnv }, ...args: string[]): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       TSX,
-      ['bin/cli.ts', ...args],
-      { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' }, timeout: CLI_TIMEOUT },
+      [path.join(ROOT, 'bin/cli.ts'), ...args],
+      { cwd: options.cwd ?? ROOT, env: { ...options.env, LOG_LEVEL: 'silent' }, timeout: CLI_TIMEOUT },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });
