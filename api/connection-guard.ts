@@ -132,7 +132,12 @@ export class ConnectionGuard {
       if (!request.complete) socket.destroy();
     }, this.options.bodyTimeoutMs);
     cut.unref();
-    const settle = () => clearTimeout(cut);
+    // Both listeners go once either fires: a kept-alive connection serves many such answers.
+    const settle = () => {
+      clearTimeout(cut);
+      request.off('end', settle);
+      socket.off('close', settle);
+    };
     request.once('end', settle);
     socket.once('close', settle);
   }
