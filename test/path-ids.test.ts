@@ -54,7 +54,8 @@ describe('when an id in a path is longer than an id can be', () => {
         expect(response.text, where).not.toContain('éé');
       }
     }
-  });
+    // Some 150 requests, each checked against the document: minutes on a loaded machine.
+  }, 240_000);
 
   it('should answer DELETE of a language with a 10,000-character id 400, in a short answer', async () => {
     const response = await env.request('DELETE', `/api/v1/languages/${'x'.repeat(10_000)}`, { token });
