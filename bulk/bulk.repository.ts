@@ -301,6 +301,18 @@ export async function recordBulkProgress(
   `);
 }
 
+/**
+ * A file's first slice has begun: `running` from now, with the time it began
+ * (the batch's own commit would stamp the time its transaction began, which
+ * for a file taken in one long batch is its end as well).
+ */
+export async function markBulkJobStarted(db: CommonQueryMethods, jobId: string): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE bulk_jobs SET status = 'running', started_at = clock_timestamp() WHERE id = ${jobId} AND status = 'queued'
+  `);
+}
+
+/** Ends the job; its finish is stamped when it is written, not when its batch's transaction began. */
 export async function finishBulkJob(
   tx: DatabaseTransactionConnection,
   jobId: string,
@@ -308,7 +320,7 @@ export async function finishBulkJob(
   error: string | null,
 ) {
   await tx.query(sql.unsafe`
-    UPDATE bulk_jobs SET status = ${status}, error = ${error}, finished_at = now() WHERE id = ${jobId}
+    UPDATE bulk_jobs SET status = ${status}, error = ${error}, finished_at = clock_timestamp() WHERE id = ${jobId}
   `);
   await tx.query(sql.unsafe`DELETE FROM bulk_lines WHERE job_id = ${jobId}`);
 }

@@ -22,6 +22,7 @@ import {
 } from '../records/record.service.js';
 import { InTurnWriter } from '../sync/in-turn.applier.js';
 import { holdLanguageForWrite } from '../sync/locks.js';
+import { pendingChangeKinds } from '../sync/pending-changes.repository.js';
 import { type ChangeOrigin, deleteRecord, writeRecords } from '../sync/write.repository.js';
 import type { BatchAhead, BatchPrefetcher } from './batch.prefetcher.js';
 import { BatchProfiles, profileCandidates } from './batch-profiles.js';
@@ -43,6 +44,7 @@ import {
 } from './bulk.repository.js';
 import { type BulkLine, parseBulkLine } from './bulk-line.parser.js';
 import { CopyBatchWriter } from './copy-batch.writer.js';
+import { EarlierEffects } from './earlier-effects.js';
 import { NdjsonCopyTransform } from './ndjson-copy.transform.js';
 import { type ContentCoding, openUploadBody, uploadFailure } from './upload-body.reader.js';
 
@@ -256,6 +258,12 @@ export interface BulkBatchResult {
   appliedInTurn?: number;
   /** The batch failed as a whole and was taken again line by line. */
   lineByLine?: boolean;
+  /**
+   * The batch stopped before a line that looks up a record while changes of
+   * the file that may stub it or cascade to it are queued: the file goes on
+   * once the writer with this request id has none pending (bulk/earlier-effects.ts).
+   */
+  waitForRequest?: string;
 }
 
 class BatchOvertakenError extends Error {}
@@ -385,6 +393,7 @@ async function applyBatchOnce(
     requestId: job.request_id ?? jobId,
   };
   const errors: Array<{ line: number; error: unknown }> = [];
+  const effects = new EarlierEffects(() => pendingChangeKinds(tx, job.lang_key, origin.requestId));
   let saved = 0;
   let run: PreparedWrite[] = [];
   let runKeys = new Set<string>();
@@ -396,7 +405,10 @@ async function applyBatchOnce(
     const status = inTurn ? await inTurn.writeRun(run, origin) : (await writeRecords(conn, job.lang_key, run, origin)).status;
     if (status === 'overtaken') throw new BatchOvertakenError(`bulk job ${jobId}: a run was overtaken by a concurrent write`);
     if (status === 'language-gone') return false;
-    if (status !== 'applied') queued = true;
+    if (status !== 'applied') {
+      queued = true;
+      for (const write of run) effects.queuedChange(write.kind, 'upsert');
+    }
     saved += run.length;
     run = [];
     runKeys = new Set();
@@ -447,7 +459,7 @@ async function applyBatchOnce(
     return { done: true, applied: saved, appliedInTurn: inTurn?.appliedChanges ?? 0 };
   };
   /** One line, as its single request would be taken; writes may wait in the run. What was done ahead is not done again. */
-  const applyLine = async (conn: Connection, line: number, text: string): Promise<'ok' | 'language-gone'> => {
+  const applyLine = async (conn: Connection, line: number, text: string): Promise<'ok' | 'wait' | 'language-gone'> => {
     const early = ahead?.taken.get(line);
     if (early && 'error' in early) throw early.error;
     const parsed = early ? early.line : (parsedAhead.get(line) ?? parseBulkLine(text, job.api_version));
@@ -455,15 +467,19 @@ async function applyBatchOnce(
     if (!blockOfProfiles) profiles = undefined;
     if (parsed.type !== 'write') {
       if (!(await flush(conn))) return 'language-gone';
+      if (await effects.mustWait(parsed)) return 'wait';
       await holdLanguage();
       queued = true;
       if (!(await applyRequestLine(conn, job.lang_key, origin, parsed))) return 'language-gone';
+      if (parsed.type === 'delete') effects.queuedChange(parsed.kind, 'delete');
+      if (parsed.type === 'line') effects.queuedChange(parsed.parent, 'upsert');
       saved += 1;
       return 'ok';
     }
     // A profile line alone looks up the profiles stored so far; a required record (a purchase event's order) is checked alone.
     const alone = (parsed.kind === 'profile' && !blockOfProfiles) || Boolean(KINDS[parsed.kind].requires);
     if (alone && !(await flush(conn))) return 'language-gone';
+    if (alone && (await effects.mustWait(parsed))) return 'wait';
     if (early && 'prepareError' in early) throw early.prepareError;
     let prepared: PreparedWrite;
     if (early?.prepared) prepared = early.prepared;
@@ -475,6 +491,7 @@ async function applyBatchOnce(
     if (alone) {
       queued = true;
       if (!(await storePrepared(conn, job.lang_key, prepared, origin))) return 'language-gone';
+      effects.queuedChange(prepared.kind, 'upsert');
       saved += 1;
       return 'ok';
     }
@@ -487,7 +504,7 @@ async function applyBatchOnce(
     return 'ok';
   };
   /** One line in a savepoint of its own, stored at once: whatever it does wrong stays that line's error. */
-  const applyLineAlone = async (line: number, text: string): Promise<'ok' | 'language-gone'> => {
+  const applyLineAlone = async (line: number, text: string): Promise<'ok' | 'wait' | 'language-gone'> => {
     const savedBefore = saved;
     /** Back to before the line: nothing of a rolled-back savepoint stays in the run or the count. */
     const forgetLine = () => {
@@ -510,20 +527,38 @@ async function applyBatchOnce(
       throw new LineFailedError();
     }
   };
+  /** Lines taken (applied or refused); fewer than read when a line must wait for the file's queued effects. */
+  let taken = 0;
+  let waitForRequest: string | undefined;
   for (const { line_no: line, line: text } of lines) {
     try {
-      if ((await (lineByLine ? applyLineAlone(line, text) : applyLine(tx, line, text))) === 'language-gone') return languageGone();
+      const outcome = await (lineByLine ? applyLineAlone(line, text) : applyLine(tx, line, text));
+      if (outcome === 'language-gone') return languageGone();
+      if (outcome === 'wait') {
+        waitForRequest = origin.requestId;
+        break;
+      }
     } catch (error) {
       if (error instanceof LineFailedError) errors.push({ line, error: GENERIC_500_BODY });
       else if (error instanceof AppError) errors.push({ line, error: error.body() });
       else throw error;
     }
+    taken += 1;
   }
+  if (taken === 0) return { done: false, applied: 0, langKey: job.lang_key, waitForRequest };
   if (!(await flush(tx))) return languageGone();
-  const lastLine = lines[lines.length - 1]!.line_no;
+  const lastLine = lines[taken - 1]!.line_no;
   await recordBulkProgress(tx, jobId, { nextLine: lastLine, saved, errors });
   // The batch that stores the last line ends the job: its lines may be applied with it (in turn), and a file whose every line is applied reads completed.
   const done = job.saved + job.failed + saved + errors.length >= job.lines;
   if (done) await finishBulkJob(tx, jobId, 'completed', null);
-  return { done, applied: lines.length, langKey: job.lang_key, lastLine, queued, appliedInTurn: inTurn?.appliedChanges ?? 0 };
+  return {
+    done,
+    applied: taken,
+    langKey: job.lang_key,
+    lastLine,
+    queued,
+    appliedInTurn: inTurn?.appliedChanges ?? 0,
+    waitForRequest,
+  };
 }

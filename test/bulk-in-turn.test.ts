@@ -2,6 +2,7 @@ import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { applyBulkBatch } from '../bulk/bulk.service.js';
+import { drainLanguage } from '../sync/drain.js';
 import { InTurnWriter } from '../sync/in-turn.applier.js';
 import { holdLanguageForWrite } from '../sync/locks.js';
 import { drainWithWorker, startEnvironment, type TestEnvironment } from './support/harness.js';
@@ -371,5 +372,62 @@ describe('when a run in turn names records of its own kind', () => {
       ['R2', 'link'],
     ]);
     expect(await liveIds(env, 'pv', 'product')).toEqual(['R1', 'R2', 'R9']);
+  });
+});
+
+describe("when a line looks up a record that the file's queued changes stub or take with them", () => {
+  it('should stop before the line until the applier has applied them, and then take it as sent one by one', async () => {
+    const created = await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'es', name: 'es', code: 'es' } } });
+    expect(created.status).toBe(200);
+    await drainWithWorker(env);
+    const langKey = await langKeyOf(env, 'es');
+    let release!: () => void;
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => {
+      holding = resolve;
+    });
+    // A single write in flight: the file's changes cannot be the language's next, so they are queued.
+    const writer = env.db.transaction(async (tx) => {
+      await holdLanguageForWrite(tx, langKey);
+      await tx.query(sql.unsafe`SELECT nextval('write_seq')`);
+      holding();
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+    });
+    await held;
+    const file = [
+      // Stubs product P1; the delete that follows needs it live.
+      JSON.stringify({ variant: { id: 'V1', product_id: 'P1', title: 'Variant' } }),
+      JSON.stringify({ delete: { kind: 'product', id: 'P1' } }),
+      // The product's delete takes the variant with it: this delete is 404.
+      JSON.stringify({ delete: { kind: 'variant', id: 'V1' } }),
+    ];
+    const uploaded = await env.request('POST', '/api/v1/languages/es/bulk', { token, raw: file.join('\n'), headers: NDJSON });
+    expect(uploaded.status, uploaded.text).toBe(202);
+    const jobId = uploaded.body.bulk_job.id as string;
+
+    const first = await applyBulkBatch(env.db, jobId, { batchSize: BATCH });
+    expect(first).toMatchObject({ done: false, applied: 1, waitForRequest: expect.any(String) });
+    expect(await getJob('es', jobId)).toMatchObject({ status: 'running', lines_stored: 1, lines_applied: 0 });
+    release();
+    await writer;
+    // Until the applier has applied the stub, the file stays where it is.
+    expect(await applyBulkBatch(env.db, jobId, { batchSize: BATCH })).toMatchObject({ done: false, applied: 0 });
+    // The language's applier, without a worker (which would take the file on itself).
+    const { logger } = captureLogs();
+    await drainLanguage(env.db, langKey, logger);
+
+    const second = await applyBulkBatch(env.db, jobId, { batchSize: BATCH });
+    expect(second).toMatchObject({ done: false, applied: 1, waitForRequest: expect.any(String) });
+    expect(await liveRecord(env, 'es', 'variant', 'V1')).not.toBeNull();
+    await drainLanguage(env.db, langKey, logger);
+    expect(await applyBulkBatch(env.db, jobId, { batchSize: BATCH })).toMatchObject({ done: true, applied: 1 });
+    await drainLanguage(env.db, langKey, logger);
+
+    const job = (await env.request('GET', `/api/v1/languages/es/bulk/${jobId}`, { token })).body.bulk_job;
+    expect(job).toMatchObject({ status: 'completed', lines_applied: 3, saved: 2, failed: 1 });
+    expect(job.errors).toEqual([{ line: 3, error: { error: 'Variant not found' } }]);
+    expect(await liveRecord(env, 'es', 'product', 'P1')).toBeNull();
   });
 });

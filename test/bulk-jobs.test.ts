@@ -1,4 +1,5 @@
 import type { Job } from 'bullmq';
+import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyBulkBatch } from '../bulk/bulk.service.js';
 import { type RunningWorker, startWorker } from '../worker/worker.js';
@@ -207,5 +208,48 @@ describe("when a language's bulk jobs are listed", () => {
     const response = await env.request('GET', '/api/v1/languages/fr/bulk', { token });
     expect(response.status).toBe(404);
     expect(response.body).toEqual({ error: { message: "Language 'fr' not found" } });
+  });
+});
+
+describe('when a file is taken in one batch that waits for a record another transaction holds', () => {
+  it('should read running from when it began, and a start before its finish by the time it waited', async () => {
+    worker ??= await startWorker(env.config);
+    const seed = await upload('de', ['{"product":{"id":"held","name":"Held"}}']);
+    await pollUntil(
+      () => getJob('de', seed.id),
+      (job) => job.lines_applied === job.lines,
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
+    let release!: () => void;
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => {
+      holding = resolve;
+    });
+    // Another transaction holds the record the file's one batch writes, until the test lets it go.
+    const holder = env.db.transaction(async (tx) => {
+      await tx.query(sql.unsafe`SELECT 1 FROM records WHERE kind = 'product' AND id = 'held' FOR UPDATE`);
+      holding();
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+    });
+    await held;
+    const file = await upload('de', [...catalogue(50, 'H'), '{"product":{"id":"held","name":"Held again"}}']);
+    const running = await pollUntil(
+      () => getJob('de', file.id),
+      (job) => job.status !== 'queued',
+      { timeoutMs: 30_000, intervalMs: 20 },
+    );
+    expect(running).toMatchObject({ status: 'running', lines_stored: 0, started_at: expect.any(String), finished_at: null });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    release();
+    await holder;
+    const done = await pollUntil(
+      () => getJob('de', file.id),
+      (job) => job.lines_applied === job.lines,
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
+    expect(done).toMatchObject({ status: 'completed', lines_stored: 51, started_at: running.started_at });
+    expect(Date.parse(done.finished_at) - Date.parse(done.started_at)).toBeGreaterThanOrEqual(1_000);
   });
 });

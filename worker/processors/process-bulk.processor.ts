@@ -1,9 +1,10 @@
 import type { Job } from 'bullmq';
 import { UnrecoverableError } from 'bullmq';
 import { BatchPrefetcher } from '../../bulk/batch.prefetcher.js';
-import { bulkJobProgress, bulkJobTurn, refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
+import { bulkJobProgress, bulkJobTurn, markBulkJobStarted, refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
 import { applyBulkBatch } from '../../bulk/bulk.service.js';
 import type { Database } from '../../platform/db.js';
+import { hasPendingChanges } from '../../sync/pending-changes.repository.js';
 import { languageBacklog } from '../../sync/status.repository.js';
 import type { Processor } from './processor.js';
 
@@ -36,6 +37,7 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (
   // An earlier file of the same account goes first; the sweeper queues this one once that is done.
   if (turn && !turn.in_turn) return { bulkJobId, applied: 0, done: false, waiting: 'an earlier file of the account' };
   let langKey = turn?.lang_key;
+  if (turn) await markBulkJobStarted(db, bulkJobId);
   // Nothing is read ahead for a batch that would start after the slice's end.
   const prefetcher = new BatchPrefetcher(db, deadline);
   while (Date.now() < deadline) {
@@ -55,6 +57,9 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (
     if (langKey !== undefined && result.queued) notifier.notify(langKey, job.data.requestId, true);
     await reportProgress(job, db, bulkJobId);
     if (result.done) return { bulkJobId, applied, done: true };
+    if (langKey !== undefined && result.waitForRequest !== undefined) {
+      if (!(await fileEffectsApplied(db, langKey, result.waitForRequest, deadline))) break;
+    }
   }
   return { bulkJobId, applied, done: false };
 };
@@ -89,6 +94,20 @@ async function effectsCaughtUp(db: Database, langKey: number, maxBacklog: number
     if (Date.now() + poll >= deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, poll));
     backlog = await languageBacklog(db, langKey);
+  }
+}
+
+/**
+ * A batch stopped before a line that looks up a record the file's queued
+ * changes may stub or cascade to (bulk/earlier-effects.ts): the next batch
+ * starts at that line once the applier has applied every change of the file.
+ * @returns false when the slice ran out of time waiting (the next slice goes on).
+ */
+async function fileEffectsApplied(db: Database, langKey: number, requestId: string, deadline: number): Promise<boolean> {
+  for (;;) {
+    if (!(await hasPendingChanges(db, langKey, requestId))) return true;
+    if (Date.now() + IN_TURN_POLL_MS >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, IN_TURN_POLL_MS));
   }
 }
 

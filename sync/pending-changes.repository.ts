@@ -1,0 +1,34 @@
+import { type CommonQueryMethods, sql } from 'slonik';
+import { z } from 'zod';
+import { appliedThroughOf } from './applier.repository.js';
+import type { OutboxAction } from './write.repository.js';
+
+/*
+ * One writer's changes of a language whose effects are not applied yet: the
+ * outbox rows carrying its request id, past the applier's position. A change
+ * set aside is not waited for (it is applied only when an operator acts).
+ */
+
+const pendingOf = (langKey: number, requestId: string) => sql.fragment`
+  FROM outbox o
+  WHERE o.lang_key = ${langKey} AND o.seq > ${appliedThroughOf(langKey)}
+    AND o.failed_at IS NULL AND o.request_id = ${requestId}
+`;
+
+/** The kinds and actions of the writer's pending changes (what their effects may still change). */
+export async function pendingChangeKinds(
+  db: CommonQueryMethods,
+  langKey: number,
+  requestId: string,
+): Promise<ReadonlyArray<{ kind: string; action: OutboxAction }>> {
+  return db.any(sql.type(z.object({ kind: z.string(), action: z.enum(['upsert', 'delete', 'assign', 'unassign']) }))`
+    SELECT DISTINCT o.kind, o.action ${pendingOf(langKey, requestId)}
+  `);
+}
+
+/** Whether any change of the writer still waits for its effects. */
+export async function hasPendingChanges(db: CommonQueryMethods, langKey: number, requestId: string): Promise<boolean> {
+  return db.oneFirst(sql.type(z.object({ pending: z.boolean() }))`
+    SELECT EXISTS (SELECT 1 ${pendingOf(langKey, requestId)}) AS pending
+  `);
+}
