@@ -407,7 +407,7 @@ async function applyBatchOnce(
     if (status === 'language-gone') return false;
     if (status !== 'applied') {
       queued = true;
-      for (const write of run) effects.queuedChange(write.kind, 'upsert');
+      for (const write of run) effects.queuedChange(write.kind, 'upsert', write.payload);
     }
     saved += run.length;
     run = [];
@@ -491,7 +491,7 @@ async function applyBatchOnce(
     if (alone) {
       queued = true;
       if (!(await storePrepared(conn, job.lang_key, prepared, origin))) return 'language-gone';
-      effects.queuedChange(prepared.kind, 'upsert');
+      effects.queuedChange(prepared.kind, 'upsert', prepared.payload);
       saved += 1;
       return 'ok';
     }

@@ -1,4 +1,4 @@
-import { kindsCascadedFrom, kindsStubbedBy } from '../catalogue/liveness.js';
+import { kindsCascadedFrom, kindsStubbedBy, namedFields } from '../catalogue/liveness.js';
 import { isStoredKind, KINDS, type StoredKind } from '../catalogue/record-kinds.js';
 import type { OutboxAction } from '../sync/write.repository.js';
 import type { BulkLine } from './bulk-line.parser.js';
@@ -14,12 +14,14 @@ import type { BulkLine } from './bulk-line.parser.js';
  * a record of a kind the line looks up live (a stub) or not live (a cascade).
  */
 
-type PendingChange = { kind: string; action: OutboxAction };
+/** A change left to the applier: `named`, the payload fields that carry a value; unknown, every field it could name. */
+type PendingChange = { kind: string; action: OutboxAction; named?: ReadonlySet<string> | readonly string[] };
 
 /** The kinds of record whose liveness a change's effects may change. */
 function kindsAffectedBy(change: PendingChange): ReadonlySet<StoredKind> {
   if (!isStoredKind(change.kind)) return new Set();
-  if (change.action === 'upsert') return kindsStubbedBy(change.kind);
+  const named = change.named && (change.named instanceof Set ? change.named : new Set(change.named));
+  if (change.action === 'upsert') return kindsStubbedBy(change.kind, named);
   if (change.action === 'delete') return kindsCascadedFrom(change.kind);
   // An assignment links two live records and stubs nothing.
   return new Set();
@@ -50,9 +52,10 @@ export class EarlierEffects {
   /** @param loadPending the file's changes not applied yet (its earlier batches', and this one's). */
   constructor(private readonly loadPending: () => Promise<readonly PendingChange[]>) {}
 
-  /** A change of this batch was left to the applier. */
-  queuedChange(kind: StoredKind, action: OutboxAction): void {
-    for (const affected of kindsAffectedBy({ kind, action })) this.queued.add(affected);
+  /** A change of this batch was left to the applier, with its payload when the batch has it. */
+  queuedChange(kind: StoredKind, action: OutboxAction, payload?: Record<string, unknown>): void {
+    const named = payload ? namedFields(payload) : undefined;
+    for (const affected of kindsAffectedBy({ kind, action, named })) this.queued.add(affected);
   }
 
   /** Whether the line must wait until the file's queued changes are applied. */

@@ -1,4 +1,4 @@
-import { KINDS, type StoredKind } from './record-kinds.js';
+import { KINDS, LINE_PAYLOAD, type StoredKind } from './record-kinds.js';
 
 /*
  * Which kinds of record a change may make live or not live by its effects,
@@ -8,14 +8,35 @@ import { KINDS, type StoredKind } from './record-kinds.js';
  * reference or list is counted here without a word changed.
  */
 
-/** Kinds a write of `kind` may stub: its stubbing references, every record its lists name, its line lists' products. */
-export function kindsStubbedBy(kind: StoredKind): ReadonlySet<StoredKind> {
+/**
+ * Kinds a write of `kind` may stub: those of its stubbing references, of
+ * every record its lists name, of its line lists' products, and the product
+ * of a line write (not of a line removed). With `named` (the fields its change names with a value),
+ * only those it names; without, every one it could.
+ */
+export function kindsStubbedBy(kind: StoredKind, named?: ReadonlySet<string>): ReadonlySet<StoredKind> {
   const definition = KINDS[kind];
-  return new Set<StoredKind>([
-    ...definition.refs.filter((ref) => ref.stub).map((ref) => ref.kind),
-    ...definition.lists.map((list) => list.kind),
-    ...definition.stubLists.map((list) => list.kind),
+  const names = (field: string) => !named || named.has(field);
+  const stubbed = new Set<StoredKind>([
+    ...definition.refs.filter((ref) => ref.stub && names(ref.field)).map((ref) => ref.kind),
+    ...definition.lists.filter((list) => names(list.field)).map((list) => list.kind),
+    ...definition.stubLists.filter((list) => names(list.field)).map((list) => list.kind),
   ]);
+  if (named?.has(LINE_PAYLOAD.product) && !named.has(LINE_PAYLOAD.removed)) stubbed.add('product');
+  return stubbed;
+}
+
+/**
+ * The fields of a change's payload that carry a value: a reference or a list
+ * that names something (sync/pending-changes.repository.ts reads the same off
+ * the outbox in SQL).
+ */
+export function namedFields(payload: Record<string, unknown>): ReadonlySet<string> {
+  return new Set(
+    Object.entries(payload)
+      .filter(([, value]) => value !== null && value !== '' && !(Array.isArray(value) && value.length === 0))
+      .map(([field]) => field),
+  );
 }
 
 /** Kinds a delete of `kind` may take with it: records whose reference to it cascades, and theirs in turn. */

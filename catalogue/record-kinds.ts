@@ -582,6 +582,9 @@ export const LINE_LISTS = {
 } as const satisfies Partial<Record<RecordKind, { field: string; item: 'object' | 'id' }>>;
 export type LineParent = keyof typeof LINE_LISTS;
 
+/** The keys of a line write's queued change (an upsert of the parent): the line's product, stubbed unless the line was removed. */
+export const LINE_PAYLOAD = { product: 'line_product_id', removed: 'line_removed' } as const;
+
 /**
  * The many-to-many links with a v2 writer of one link (PUT / DELETE
  * .../products/{product_id}/{segment}/{other_id}): the product is side a.

@@ -24,6 +24,7 @@ import {
   KINDS,
   type KindDefinition,
   LINE_LISTS,
+  LINE_PAYLOAD,
   type LineParent,
   type LinkWriter,
   orderLineV2Schema,
@@ -520,7 +521,7 @@ export async function putLineIn(
     const first = lines.findIndex((line) => lineProduct(line) === productId);
     // A cart line is only its product: the request takes no body (one that is sent is not read).
     if (parent === 'shopping_cart') {
-      return { lines: first === -1 ? [...lines, productId] : lines, change: { line_product_id: productId }, line: null };
+      return { lines: first === -1 ? [...lines, productId] : lines, change: { [LINE_PAYLOAD.product]: productId }, line: null };
     }
     if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) {
       throw new BadRequestError('The request body must be a JSON object');
@@ -538,7 +539,7 @@ export async function putLineIn(
       first === -1
         ? [...lines, line]
         : lines.flatMap((item, index) => (index === first ? [line] : lineProduct(item) === productId ? [] : [item]));
-    return { lines: next, change: { line_product_id: productId, line }, line };
+    return { lines: next, change: { [LINE_PAYLOAD.product]: productId, line }, line };
   });
 }
 
@@ -558,7 +559,9 @@ export async function deleteLineIn(
   return writeLines(tx, langKey, origin, parent, parentId, (record) => {
     const lines = storedLines(parent, record);
     const next = lines.filter((line) => lineProduct(line) !== productId);
-    return next.length === lines.length ? null : { lines: next, change: { line_product_id: productId, line_removed: true }, line: null };
+    return next.length === lines.length
+      ? null
+      : { lines: next, change: { [LINE_PAYLOAD.product]: productId, [LINE_PAYLOAD.removed]: true }, line: null };
   });
 }
 

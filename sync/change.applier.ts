@@ -1,5 +1,13 @@
 import type { DatabaseTransactionConnection } from 'slonik';
-import { KINDS, LINK_WRITERS, type ListRelation, type StoredKind, TRACKED_FIELD, trackedValue } from '../catalogue/record-kinds.js';
+import {
+  KINDS,
+  LINE_PAYLOAD,
+  LINK_WRITERS,
+  type ListRelation,
+  type StoredKind,
+  TRACKED_FIELD,
+  trackedValue,
+} from '../catalogue/record-kinds.js';
 import {
   type AuditEntry,
   type ChangeProgress,
@@ -379,8 +387,8 @@ export function upsertSteps(kind: StoredKind, payload: Record<string, unknown>):
   const definition = KINDS[kind];
   const steps: UpsertStep[] = [];
   // A line write (records/record.service.ts putLine) names the one product it adds.
-  const lineProduct = payload['line_product_id'];
-  if (typeof lineProduct === 'string' && payload['line_removed'] !== true) steps.push({ kind: 'product', ids: [lineProduct] });
+  const lineProduct = payload[LINE_PAYLOAD.product];
+  if (typeof lineProduct === 'string' && payload[LINE_PAYLOAD.removed] !== true) steps.push({ kind: 'product', ids: [lineProduct] });
   for (const ref of definition.refs) {
     const target = payload[ref.field];
     if (ref.stub && typeof target === 'string') steps.push({ kind: ref.kind, ids: [target] });

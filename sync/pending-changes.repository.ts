@@ -15,14 +15,25 @@ const pendingOf = (langKey: number, requestId: string) => sql.fragment`
     AND o.failed_at IS NULL AND o.request_id = ${requestId}
 `;
 
-/** The kinds and actions of the writer's pending changes (what their effects may still change). */
+/**
+ * The kinds and actions of the writer's pending changes, each with the
+ * payload fields that carry a value (as catalogue/liveness.ts, namedFields,
+ * reads them): what their effects may still change.
+ */
 export async function pendingChangeKinds(
   db: CommonQueryMethods,
   langKey: number,
   requestId: string,
-): Promise<ReadonlyArray<{ kind: string; action: OutboxAction }>> {
-  return db.any(sql.type(z.object({ kind: z.string(), action: z.enum(['upsert', 'delete', 'assign', 'unassign']) }))`
-    SELECT DISTINCT o.kind, o.action ${pendingOf(langKey, requestId)}
+): Promise<ReadonlyArray<{ kind: string; action: OutboxAction; named: readonly string[] }>> {
+  return db.any(sql.type(
+    z.object({ kind: z.string(), action: z.enum(['upsert', 'delete', 'assign', 'unassign']), named: z.array(z.string()) }),
+  )`
+    SELECT DISTINCT o.kind, o.action, ARRAY(
+      SELECT e.key FROM jsonb_each(o.payload) e
+      WHERE e.value NOT IN ('null'::jsonb, '""'::jsonb, '[]'::jsonb)
+      ORDER BY e.key
+    ) AS named
+    ${pendingOf(langKey, requestId)}
   `);
 }
 
