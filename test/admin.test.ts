@@ -2,7 +2,10 @@ import type { Job } from 'bullmq';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { startEnvironment, type TestEnvironment } from './support/harness.js';
+import { type RunningApi, startApi } from '../api/server.js';
+import { migrate } from '../platform/migrator.js';
+import { dropDatabase, httpRequest, startEnvironment, type TestEnvironment, testConfig, uniqueName } from './support/harness.js';
+import { captureLogs } from './support/log-capture.js';
 import { pollUntil } from './support/poll.js';
 import { openQueues, type TestQueues } from './support/queues.js';
 
@@ -84,6 +87,37 @@ describe('when ADMIN_PASSWORD is not set', () => {
       }
     },
   );
+});
+
+describe('when ADMIN_PASSWORD is not set and /admin is called again and again', () => {
+  const databaseName = uniqueName('cs_admin_off');
+  const logs = captureLogs('debug');
+  let api: RunningApi;
+  beforeAll(async () => {
+    const config = testConfig(databaseName, { ADMIN_PASSWORD: '', LOG_LEVEL: 'debug' });
+    await migrate(config.DATABASE_URL);
+    api = await startApi(config, logs.logger);
+  });
+  afterAll(async () => {
+    await api?.close();
+    await dropDatabase(databaseName);
+  });
+
+  it('should warn once at start and log each 503 at info, without a stack', async () => {
+    const baseUrl = `http://127.0.0.1:${api.port}`;
+    for (const path of ['/admin/api/sync-status', '/admin/queues', '/admin/set-aside']) {
+      const response = await httpRequest(baseUrl, 'GET', path);
+      expect(response.status).toBe(503);
+    }
+    const warnings = logs.lines.filter((line) => line['level'] === 40);
+    expect(warnings.map((line) => line['msg'])).toEqual([expect.stringMatching(/^admin disabled: ADMIN_PASSWORD is unset/)]);
+    expect(logs.lines.filter((line) => (line['level'] as number) >= 50)).toEqual([]);
+    expect(logs.lines.filter((line) => JSON.stringify(line).includes('stack'))).toEqual([]);
+    const refusals = logs.lines.filter((line) => line['msg'] === 'request refused');
+    expect(refusals).toHaveLength(3);
+    for (const line of refusals)
+      expect(line).toMatchObject({ level: 30, status: 503, reason: expect.stringMatching(/set ADMIN_PASSWORD/) });
+  });
 });
 
 describe('when the audit log is read through /admin/api/audit', () => {
