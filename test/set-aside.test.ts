@@ -176,10 +176,14 @@ describe('when a set-aside change is discarded', () => {
 
 describe('when set-aside changes are acted on wrongly', () => {
   const notFound = { error: 'Set-aside change not found' };
+  const invalidSeq = { error: { message: 'Invalid parameters: seq', invalid_parameters: ['seq'] } };
   const admin = () => env.adminHeaders;
   it.each<[string, string, string, () => Record<string, string>, string | undefined, number, unknown]>([
     ['retry of an unknown change', 'POST', '/admin/api/set-aside/999999/retry', JSON_HEADERS, '{}', 404, notFound],
-    ['retry of something that is no seq', 'POST', '/admin/api/set-aside/abc/retry', JSON_HEADERS, '{}', 404, notFound],
+    ['retry of something that is no seq', 'POST', '/admin/api/set-aside/abc/retry', JSON_HEADERS, '{}', 400, invalidSeq],
+    ['retry of a seq past any number', 'POST', '/admin/api/set-aside/99999999999999999999/retry', JSON_HEADERS, '{}', 400, invalidSeq],
+    ['discard of something that is no seq', 'DELETE', '/admin/api/set-aside/1.5', admin, undefined, 400, invalidSeq],
+    ['discard of a negative seq', 'DELETE', '/admin/api/set-aside/-1', admin, undefined, 400, invalidSeq],
     ['discard of an unknown change', 'DELETE', '/admin/api/set-aside/999999', admin, undefined, 404, notFound],
     [
       'a retry sent as a form (what another site could make a browser send)',

@@ -44,7 +44,7 @@ export function registerAdminPaths(registry: OpenAPIRegistry): void {
     },
   });
 
-  const setAsideParams = pathParams({ seq: 'The `seq` of a set-aside change' });
+  const setAsideParams = pathParams({ seq: 'The `seq` of a set-aside change (a whole number; anything else is 400 `invalid_parameters`)' });
   const notSetAside = { 404: { description: 'No set-aside change has this `seq`', content: json(plainErrorSchema) } };
   const jsonOnly = {
     415: {
@@ -91,7 +91,7 @@ export function registerAdminPaths(registry: OpenAPIRegistry): void {
     request: { params: setAsideParams },
     responses: {
       200: { description: 'The change is back in line', content: json(setAsideRetriedSchema) },
-      ...errors(...ADMIN),
+      ...errors('badRequest', ...ADMIN),
       ...notSetAside,
       ...jsonOnly,
     },
@@ -106,7 +106,7 @@ export function registerAdminPaths(registry: OpenAPIRegistry): void {
     request: { params: setAsideParams },
     responses: {
       200: { description: 'The change as it was', content: json(setAsideDiscardedSchema) },
-      ...errors(...ADMIN),
+      ...errors('badRequest', ...ADMIN),
       ...notSetAside,
     },
   });

@@ -3,7 +3,7 @@ import type { Queue } from 'bullmq';
 import { parseOrThrow } from '../../catalogue/validation.js';
 import type { Config } from '../../platform/config.js';
 import type { Database } from '../../platform/db.js';
-import { HttpStatusError, RecordNotFoundError } from '../../platform/errors.js';
+import { HttpStatusError, RecordNotFoundError, ValidationError } from '../../platform/errors.js';
 import { AuditHorizonTimeoutError, listAuditEntries } from '../../sync/audit.repository.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 import { discardSetAside, listSetAsideChanges, retrySetAside } from '../../sync/set-aside.service.js';
@@ -31,10 +31,10 @@ function requireJson(ctx: AppContext) {
   if (ctx.request.type !== 'application/json') throw new HttpStatusError(415, 'Unsupported content type: send application/json');
 }
 
-/** A change's `seq` from the path; anything else names no change. */
+/** A change's `seq` from the path; anything but a whole number is the caller's mistake (interface §9.3). */
 function seqParam(ctx: AppContext): number {
   const value = ctx.params['seq'] ?? '';
-  if (!/^\d{1,18}$/.test(value) || !Number.isSafeInteger(Number(value))) throw new RecordNotFoundError('Set-aside change');
+  if (!/^\d{1,18}$/.test(value) || !Number.isSafeInteger(Number(value))) throw new ValidationError('invalid_parameters', ['seq']);
   return Number(value);
 }
 
