@@ -243,6 +243,52 @@ describe('when the audit log is read through /admin/api/audit', () => {
   });
 });
 
+describe('when two accounts each have a language nl', () => {
+  let env: TestEnvironment;
+  const accounts: string[] = [];
+  const audit = (query: string) => env.request('GET', `/admin/api/audit${query}`, { headers: env.adminHeaders });
+
+  beforeAll(async () => {
+    env = await startEnvironment();
+    for (const product of ['A1', 'B1']) {
+      const client = await env.newClient();
+      accounts.push(client.account);
+      const token = (
+        await env.request('POST', '/oauth/token', {
+          body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
+        })
+      ).body.access_token as string;
+      await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'nl', name: 'nl', code: 'nl' } } });
+      await env.request('POST', '/api/v1/languages/nl/products', { token, body: { product: { id: product, name: product } } });
+    }
+    await env.drain();
+  });
+  afterAll(() => env.close());
+
+  it('should give the audit entries of one account with ?account=', async () => {
+    const both = await audit('?language_id=nl&kind=product');
+    expect(both.body.data.map((entry: any) => entry.record_id).sort()).toEqual(['A1', 'B1']);
+    for (const [index, record] of ['A1', 'B1'].entries()) {
+      const one = await audit(`?language_id=nl&account=${encodeURIComponent(accounts[index]!)}`);
+      expect(one.status, one.text).toBe(200);
+      expect(one.body.data.map((entry: any) => [entry.account, entry.kind, entry.record_id])).toEqual([
+        [accounts[index], 'language', 'nl'],
+        [accounts[index], 'product', record],
+      ]);
+    }
+    expect((await audit('?account=no-such-shop')).body).toEqual({ data: [], next_after: null });
+  });
+
+  it.each([
+    ['?account=', 'invalid_parameters', ['account']],
+    ['?account=a&account=b', 'invalid_parameters', ['account']],
+  ])('should answer %s with 400 %s', async (query, errorClass, parameters) => {
+    const response = await audit(query);
+    expect(response.status).toBe(400);
+    expect(response.body.error[errorClass]).toEqual(parameters);
+  });
+});
+
 describe('when a job fails', () => {
   let env: TestEnvironment;
   let queues: TestQueues;

@@ -102,6 +102,8 @@ describe('when the worker sets a change aside', () => {
     expect((await setAside('?language_id=de')).data).toEqual([]);
     expect((await setAside('?kind=category')).data).toEqual([]);
     expect((await setAside('?language_id=nl&kind=product')).data.map((each) => each.seq)).toEqual([change['seq']]);
+    expect((await setAside(`?account=${encodeURIComponent(change['account'])}`)).data.map((each) => each.seq)).toEqual([change['seq']]);
+    expect((await setAside('?account=no-such-shop&language_id=nl')).data).toEqual([]);
     expect(await setAside('?limit=1')).toMatchObject({ next_after: null });
     expect((await setAside(`?after=${change['seq']}`)).data).toEqual([]);
     const bad = await env.request('GET', '/admin/api/set-aside?limit=0', { headers: env.adminHeaders });
@@ -133,6 +135,11 @@ describe('when set-aside changes are retried all at once', () => {
     const dutch = await poisonedWrite('nl', 'P10', 'req-nl');
     const german = await poisonedWrite('de', 'P20', 'req-de');
     await fix();
+    const otherShop = await env.request('POST', '/admin/api/set-aside/retry', {
+      headers: JSON_HEADERS(),
+      body: { account: 'no-such-shop' },
+    });
+    expect(otherShop.body).toEqual({ retried: [] });
     const onlyGerman = await env.request('POST', '/admin/api/set-aside/retry', { headers: JSON_HEADERS(), body: { language_id: 'de' } });
     expect(onlyGerman.body).toEqual({ retried: [german['seq']] });
     const rest = await env.request('POST', '/admin/api/set-aside/retry', { headers: JSON_HEADERS(), body: {} });

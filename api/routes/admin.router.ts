@@ -53,6 +53,7 @@ export function adminRouter({ config, db, notifier }: AdminDependencies) {
     const query = parseOrThrow(auditQuerySchema, { ...ctx.query });
     try {
       const page = await listAuditEntries(db, {
+        account: query.account,
         languageId: query.language_id,
         kind: query.kind,
         recordId: query.record_id,
@@ -70,6 +71,7 @@ export function adminRouter({ config, db, notifier }: AdminDependencies) {
   router.get('/api/set-aside', async (ctx: AppContext) => {
     const query = parseOrThrow(setAsideQuerySchema, { ...ctx.query });
     ctx.body = await listSetAsideChanges(db, {
+      account: query.account,
       languageId: query.language_id,
       kind: query.kind,
       after: query.after ?? 0,
@@ -86,7 +88,7 @@ export function adminRouter({ config, db, notifier }: AdminDependencies) {
   router.post('/api/set-aside/retry', body, async (ctx: AppContext) => {
     requireJson(ctx);
     const filter = parseOrThrow(setAsideRetryAllSchema, ctx.request.body ?? {});
-    retried(ctx, await retrySetAside(db, { languageId: filter.language_id, kind: filter.kind }));
+    retried(ctx, await retrySetAside(db, { account: filter.account, languageId: filter.language_id, kind: filter.kind }));
   });
 
   router.post('/api/set-aside/:seq/retry', body, async (ctx: AppContext) => {

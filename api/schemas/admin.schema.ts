@@ -17,8 +17,18 @@ const digits = (min: number, max: number) =>
     .pipe(z.number().int().min(min).max(max))
     .openapi({ type: 'integer', minimum: min, maximum: max });
 
+/** Accounts are named in the admin API as in its answers (`account`): by name. */
+const accountFilter = (what: string) =>
+  z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .openapi({ description: `Only ${what} of this account (its name, as \`account\` shows it)` });
+
 export const auditQuerySchema = z
   .object({
+    account: accountFilter('entries'),
     language_id: z.string().min(1).max(255).optional().openapi({ description: 'Only entries of this language id' }),
     kind: z.enum(AUDIT_KINDS).optional().openapi({ description: 'Only entries of this kind (the v1 body key, or `language`)' }),
     record_id: z.string().min(1).max(255).optional().openapi({ description: 'Only entries of this record id' }),
@@ -66,6 +76,7 @@ export const syncStatusSchema = z
 
 export const setAsideQuerySchema = z
   .object({
+    account: accountFilter('changes'),
     language_id: z.string().min(1).max(255).optional().openapi({ description: 'Only changes of this language id' }),
     kind: z.enum(AUDIT_KINDS).optional().openapi({ description: 'Only changes of this kind (the v1 body key, or `language`)' }),
     after: digits(0, Number.MAX_SAFE_INTEGER)
@@ -79,6 +90,7 @@ export const setAsideQuerySchema = z
 
 export const setAsideRetryAllSchema = z
   .object({
+    account: accountFilter('changes'),
     language_id: z.string().min(1).max(255).optional().openapi({ description: 'Only changes of this language id' }),
     kind: z.enum(AUDIT_KINDS).optional().openapi({ description: 'Only changes of this kind' }),
   })
