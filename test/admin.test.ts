@@ -4,7 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type RunningApi, startApi } from '../api/server.js';
 import { migrate } from '../platform/migrator.js';
-import { dropDatabase, httpRequest, startEnvironment, type TestEnvironment, testConfig, uniqueName } from './support/harness.js';
+import {
+  drainWithWorker,
+  dropDatabase,
+  httpRequest,
+  startEnvironment,
+  type TestEnvironment,
+  testConfig,
+  uniqueName,
+} from './support/harness.js';
 import { captureLogs } from './support/log-capture.js';
 import { pollUntil } from './support/poll.js';
 import { openQueues, type TestQueues } from './support/queues.js';
@@ -286,6 +294,35 @@ describe('when two accounts each have a language nl', () => {
     const response = await audit(query);
     expect(response.status).toBe(400);
     expect(response.body.error[errorClass]).toEqual(parameters);
+  });
+});
+
+describe('when a bulk file is queued and no worker has taken it yet', () => {
+  let env: TestEnvironment;
+  let token: string;
+  const syncStatus = async () => (await env.request('GET', '/admin/api/sync-status', { headers: env.adminHeaders })).body;
+  beforeAll(async () => {
+    env = await startEnvironment({ worker: false });
+    token = await env.token();
+    await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'nl', name: 'nl', code: 'nl' } } });
+    await drainWithWorker(env);
+  });
+  afterAll(() => env.close());
+
+  it('should count its lines as pending until they are applied', async () => {
+    expect(await syncStatus()).toEqual({ pending: 0, failed: 0 });
+    const lines = ['P1', 'P2', 'P3'].map((id) => JSON.stringify({ product: { id, name: id, category_ids: ['C1'] } }));
+    const upload = await env.request('POST', '/api/v1/languages/nl/bulk', {
+      token,
+      raw: lines.join('\n'),
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
+    expect(upload.status, upload.text).toBe(202);
+    expect(await syncStatus()).toEqual({ pending: 3, failed: 0 });
+    await drainWithWorker(env);
+    expect(await syncStatus()).toEqual({ pending: 0, failed: 0 });
+    const job = await env.request('GET', `/api/v1/languages/nl/bulk/${upload.body.bulk_job.id}`, { token });
+    expect(job.body.bulk_job).toMatchObject({ status: 'completed', saved: 3, lines_applied: 3 });
   });
 });
 

@@ -69,7 +69,10 @@ export const auditPageSchema = z
 
 export const syncStatusSchema = z
   .object({
-    pending: z.number().int().openapi({ description: 'Accepted requests whose queued effects are not applied yet; 0 means drained' }),
+    pending: z.number().int().openapi({
+      description:
+        'Accepted requests whose queued effects are not applied yet, each line of a queued or running bulk file counting as one; 0 means drained',
+    }),
     failed: z.number().int().openapi({ description: 'Changes set aside as failed plus failed jobs in every queue' }),
   })
   .openapi('SyncStatus');
