@@ -99,6 +99,27 @@ describe('when an admin opens the queue dashboard in a browser', () => {
     expect(await retried.getState()).toBe('failed');
   });
 
+  it('should load when opened with the credentials in its URL', async () => {
+    // No credentials of its own: only those of the URL.
+    const bare = await launchBrowser({ checkAgainst: env.baseUrl });
+    try {
+      const opened = await bare.context.newPage();
+      const withCredentials = env.baseUrl.replace('://', `://${env.config.ADMIN_USER}:${env.config.ADMIN_PASSWORD}@`);
+      const response = await opened.goto(`${withCredentials}/admin/queues`);
+      expect(response?.status()).toBe(200);
+      const sidebar = opened.locator('#bull-board-sidebar');
+      for (const { name } of Object.values(QUEUES)) {
+        await expect.poll(() => sidebar.getByText(name, { exact: true }).isVisible(), { timeout: 10_000 }).toBe(true);
+      }
+      // The address no longer shows the password.
+      expect(opened.url()).toBe(`${env.baseUrl}/admin/queues`);
+      await opened.screenshot({ path: path.join(ARTIFACTS, 'dashboard-url-credentials.png') });
+      expect(await bare.undocumented()).toEqual([]);
+    } finally {
+      await bare.close();
+    }
+  });
+
   it('should load nothing from another site', () => {
     expect(offSite).toEqual([]);
   });

@@ -28,8 +28,18 @@ export function queueDashboardMiddleware(queues: Queue[]): Middleware {
     await dashboard(ctx, next);
     // The page links a web font from a third-party CDN; an admin page should not call out
     // (and may run where there is no internet). It falls back to the system fonts.
-    if (typeof ctx.body === 'string' && ctx.response.is('html')) ctx.body = ctx.body.replace(THIRD_PARTY_FONTS, '');
+    if (typeof ctx.body === 'string' && ctx.response.is('html'))
+      ctx.body = ctx.body.replace(THIRD_PARTY_FONTS, '').replace(/<head>/i, `<head>${WITHOUT_URL_CREDENTIALS}`);
   };
 }
 
 const THIRD_PARTY_FONTS = /<link[^>]+href="https:\/\/fonts\.googleapis\.com[^>]*>\s*/g;
+
+/**
+ * Opened as http://user:password@host/admin/queues, the page's URL carries the credentials, the
+ * dashboard's relative URLs (resolved against `<base href>`) do too, and Chromium refuses fetch() to
+ * them: the dashboard would stay on "Loading". Before its scripts run, the page loads itself again
+ * at the same address without them; the browser keeps the credentials for the site and sends them.
+ */
+const WITHOUT_URL_CREDENTIALS =
+  '<script>if (/^[a-z][a-z0-9+.-]*:\\/\\/[^/]*@/i.test(document.URL)) location.replace(location.origin + location.pathname + location.search + location.hash);</script>';

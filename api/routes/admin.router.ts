@@ -11,7 +11,8 @@ import { syncStatus } from '../../sync/status.repository.js';
 import type { AppContext, AppState } from '../context.js';
 import { adminAuthMiddleware, adminUserOf } from '../middleware/admin-auth.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
-import { SET_ASIDE_PAGE, SET_ASIDE_PAGE_CSP } from '../pages/set-aside.page.js';
+import type { AdminPage } from '../pages/page-kit.js';
+import { SET_ASIDE_PAGE } from '../pages/set-aside.page.js';
 import { AUDIT_DEFAULT_LIMIT, auditQuerySchema, setAsideQuerySchema, setAsideRetryAllSchema } from '../schemas/admin.schema.js';
 
 export interface AdminDependencies {
@@ -36,6 +37,13 @@ function seqParam(ctx: AppContext): number {
   const value = ctx.params['seq'] ?? '';
   if (!/^\d{1,18}$/.test(value) || !Number.isSafeInteger(Number(value))) throw new ValidationError('invalid_parameters', ['seq']);
   return Number(value);
+}
+
+function servePage(ctx: AppContext, page: AdminPage) {
+  ctx.set('Content-Security-Policy', page.csp);
+  ctx.set('Cache-Control', 'no-store');
+  ctx.type = 'html';
+  ctx.body = page.html;
 }
 
 export function adminRouter({ config, db, notifier }: AdminDependencies) {
@@ -106,10 +114,7 @@ export function adminRouter({ config, db, notifier }: AdminDependencies) {
   });
 
   router.get('/set-aside', (ctx: AppContext) => {
-    ctx.set('Content-Security-Policy', SET_ASIDE_PAGE_CSP);
-    ctx.set('Cache-Control', 'no-store');
-    ctx.type = 'html';
-    ctx.body = SET_ASIDE_PAGE;
+    servePage(ctx, SET_ASIDE_PAGE);
   });
 
   return router;
