@@ -1,9 +1,12 @@
 import Router from '@koa/router';
 import type { Queue } from 'bullmq';
+import { z } from 'zod';
+import { bulkJobErrorsForAdmin, listBulkJobsForAdmin } from '../../bulk/bulk-admin.service.js';
 import { parseOrThrow } from '../../catalogue/validation.js';
 import type { Config } from '../../platform/config.js';
 import type { Database } from '../../platform/db.js';
 import { HttpStatusError, RecordNotFoundError, ValidationError } from '../../platform/errors.js';
+import { accountOverview } from '../../sync/account-overview.repository.js';
 import { AuditHorizonTimeoutError, listAuditEntries } from '../../sync/audit.repository.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 import { discardSetAside, listSetAsideChanges, retrySetAside } from '../../sync/set-aside.service.js';
@@ -11,9 +14,12 @@ import { syncStatus } from '../../sync/status.repository.js';
 import type { AppContext, AppState } from '../context.js';
 import { adminAuthMiddleware, adminUserOf } from '../middleware/admin-auth.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
+import { ADMIN_HOME_PAGE } from '../pages/admin-home.page.js';
+import { BULK_JOBS_PAGE } from '../pages/bulk-jobs.page.js';
 import type { AdminPage } from '../pages/page-kit.js';
 import { SET_ASIDE_PAGE } from '../pages/set-aside.page.js';
 import { AUDIT_DEFAULT_LIMIT, auditQuerySchema, setAsideQuerySchema, setAsideRetryAllSchema } from '../schemas/admin.schema.js';
+import { accountsQuerySchema, adminBulkJobsQuerySchema, bulkErrorsQuerySchema } from '../schemas/admin-overview.schema.js';
 
 export interface AdminDependencies {
   config: Config;
@@ -44,6 +50,13 @@ function servePage(ctx: AppContext, page: AdminPage) {
   ctx.set('Cache-Control', 'no-store');
   ctx.type = 'html';
   ctx.body = page.html;
+}
+
+/** A bulk file's id from the path: a uuid, or the caller's mistake (interface §9.3). */
+function bulkJobParam(ctx: AppContext): string {
+  const value = ctx.params['id'] ?? '';
+  if (!z.string().uuid().safeParse(value).success) throw new ValidationError('invalid_parameters', ['id']);
+  return value;
 }
 
 export function adminRouter({ config, db, notifier }: AdminDependencies) {
@@ -111,6 +124,36 @@ export function adminRouter({ config, db, notifier }: AdminDependencies) {
     if (!discarded) throw new RecordNotFoundError('Set-aside change');
     ctx.state.logger.info({ admin: adminUserOf(ctx), seq: discarded.seq }, 'set-aside change discarded');
     ctx.body = { discarded };
+  });
+
+  router.get('/api/accounts', async (ctx: AppContext) => {
+    const query = parseOrThrow(accountsQuerySchema, { ...ctx.query });
+    ctx.body = { data: await accountOverview(db, { account: query.account }) };
+  });
+
+  router.get('/api/bulk-jobs', async (ctx: AppContext) => {
+    const query = parseOrThrow(adminBulkJobsQuerySchema, { ...ctx.query });
+    ctx.body = await listBulkJobsForAdmin(db, {
+      account: query.account,
+      languageId: query.language_id,
+      status: query.status,
+      before: query.before,
+      limit: query.limit ?? AUDIT_DEFAULT_LIMIT,
+    });
+  });
+
+  router.get('/api/bulk-jobs/:id/errors', async (ctx: AppContext) => {
+    const id = bulkJobParam(ctx);
+    const query = parseOrThrow(bulkErrorsQuerySchema, { ...ctx.query });
+    ctx.body = await bulkJobErrorsForAdmin(db, id, { after: query.after ?? 0, limit: query.limit ?? AUDIT_DEFAULT_LIMIT });
+  });
+
+  router.get('/', (ctx: AppContext) => {
+    servePage(ctx, ADMIN_HOME_PAGE);
+  });
+
+  router.get('/bulk-jobs', (ctx: AppContext) => {
+    servePage(ctx, BULK_JOBS_PAGE);
   });
 
   router.get('/set-aside', (ctx: AppContext) => {

@@ -9,7 +9,7 @@ export const AUDIT_DEFAULT_LIMIT = 100;
 export const AUDIT_MAX_LIMIT = 1_000;
 
 // Query values arrive as strings (or arrays when repeated, which are refused as invalid).
-const digits = (min: number, max: number) =>
+export const digits = (min: number, max: number) =>
   z
     .string()
     .regex(/^\d{1,18}$/)
@@ -18,7 +18,7 @@ const digits = (min: number, max: number) =>
     .openapi({ type: 'integer', minimum: min, maximum: max });
 
 /** Accounts are named in the admin API as in its answers (`account`): by name. */
-const accountFilter = (what: string) =>
+export const accountFilter = (what: string) =>
   z
     .string()
     .min(1)
