@@ -1,8 +1,10 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
-import type { Queue } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import type { Middleware } from 'koa';
+import type { Database } from '../../platform/db.js';
+import { jobLabels } from '../../sync/job-labels.js';
 
 export const QUEUE_DASHBOARD_PATH = '/admin/queues';
 
@@ -13,11 +15,11 @@ export const isQueueDashboardPath = (path: string) => path === QUEUE_DASHBOARD_P
  * retrying failed jobs. It is a Koa app of its own mounted at /admin/queues; it
  * does no authentication, so it must be installed behind adminAreaMiddleware.
  */
-export function queueDashboardMiddleware(queues: Queue[]): Middleware {
+export function queueDashboardMiddleware(queues: Queue[], db: Database): Middleware {
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath(QUEUE_DASHBOARD_PATH);
   createBullBoard({
-    queues: queues.map((queue) => new BullMQAdapter(queue, { allowRetries: true })),
+    queues: queues.map((queue) => new NamedJobsAdapter(queue, db)),
     serverAdapter,
     // Set-aside changes are not jobs: the dashboard links to their own page.
     options: { uiConfig: { boardTitle: 'commerce-sync', miscLinks: [{ text: 'Set-aside changes', url: '/admin/set-aside' }] } },
@@ -31,6 +33,39 @@ export function queueDashboardMiddleware(queues: Queue[]): Middleware {
     if (typeof ctx.body === 'string' && ctx.response.is('html'))
       ctx.body = ctx.body.replace(THIRD_PARTY_FONTS, '').replace(/<head>/i, `<head>${WITHOUT_URL_CREDENTIALS}`);
   };
+}
+
+/**
+ * Shows each job by what it is about: `apply-outbox · shop-a / nl`, `process-bulk · shop-a / nl / file <id>`
+ * (sync/job-labels.ts). Only what the dashboard shows changes (the name in the job's JSON): the job keeps
+ * its name, which picks its processor, and a job the dashboard retries or duplicates is the job as it was.
+ */
+class NamedJobsAdapter extends BullMQAdapter {
+  constructor(
+    queue: Queue,
+    private readonly db: Database,
+  ) {
+    super(queue, { allowRetries: true });
+  }
+
+  override async getJobs(...args: Parameters<BullMQAdapter['getJobs']>): Promise<Job[]> {
+    return this.named(await super.getJobs(...args));
+  }
+
+  override async getJob(id: string): Promise<Job | undefined> {
+    const job = await super.getJob(id);
+    return job ? (await this.named([job]))[0] : job;
+  }
+
+  private async named(jobs: Job[]): Promise<Job[]> {
+    // The dashboard lists jobs all the same if Postgres cannot say what they are about.
+    const labels = await jobLabels(this.db, jobs.filter(Boolean)).catch(() => new Map<Job, string>());
+    for (const [job, label] of labels) {
+      const json = job.toJSON.bind(job);
+      job.toJSON = () => ({ ...json(), name: label });
+    }
+    return jobs;
+  }
 }
 
 const THIRD_PARTY_FONTS = /<link[^>]+href="https:\/\/fonts\.googleapis\.com[^>]*>\s*/g;
