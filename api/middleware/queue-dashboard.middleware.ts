@@ -21,8 +21,17 @@ export function queueDashboardMiddleware(queues: Queue[], db: Database): Middlew
   createBullBoard({
     queues: queues.map((queue) => new NamedJobsAdapter(queue, db)),
     serverAdapter,
-    // Set-aside changes are not jobs: the dashboard links to their own page.
-    options: { uiConfig: { boardTitle: 'commerce-sync', miscLinks: [{ text: 'Set-aside changes', url: '/admin/set-aside' }] } },
+    // Set-aside changes and bulk files are not jobs: the dashboard links to their own pages.
+    options: {
+      uiConfig: {
+        boardTitle: 'commerce-sync',
+        miscLinks: [
+          { text: 'Admin home', url: '/admin' },
+          { text: 'Set-aside changes', url: '/admin/set-aside' },
+          { text: 'Bulk files', url: '/admin/bulk-jobs' },
+        ],
+      },
+    },
   });
   const dashboard = serverAdapter.registerPlugin() as Middleware;
   return async (ctx, next) => {
