@@ -20,6 +20,10 @@ import { openQueues, type TestQueues } from './support/queues.js';
 const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
 
 const ADMIN_PATHS = [
+  '/admin',
+  '/admin/bulk-jobs',
+  '/admin/api/accounts',
+  '/admin/api/bulk-jobs',
   '/admin/api/sync-status',
   '/admin/api/audit',
   '/admin/queues',
@@ -85,7 +89,7 @@ describe('when ADMIN_PASSWORD is not set', () => {
   });
   afterAll(() => env.close());
 
-  it.each(['/admin/api/sync-status', '/admin/api/audit', '/admin/queues', '/admin/queues/api/queues'])(
+  it.each(['/admin', '/admin/api/accounts', '/admin/api/sync-status', '/admin/api/audit', '/admin/queues', '/admin/queues/api/queues'])(
     'should answer %s with 503 and say to set it, whatever the credentials',
     async (path) => {
       for (const headers of [{}, basic('admin', ''), basic('admin', 'anything')]) {

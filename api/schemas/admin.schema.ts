@@ -73,7 +73,9 @@ export const syncStatusSchema = z
       description:
         'Accepted requests whose queued effects are not applied yet, each line of a queued or running bulk file counting as one; 0 means drained',
     }),
-    failed: z.number().int().openapi({ description: 'Changes set aside as failed plus failed jobs in every queue' }),
+    failed: z.number().int().openapi({
+      description: 'Changes set aside plus bulk files that ended failed in a live language (failed queue jobs are not counted)',
+    }),
   })
   .openapi('SyncStatus');
 
