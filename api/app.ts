@@ -89,7 +89,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
   app.use(errorMiddleware);
   // Before every router and the dashboard, so nothing under /admin is reachable without credentials.
   app.use(adminAreaMiddleware(deps.config.ADMIN_USER, deps.config.ADMIN_PASSWORD, signInGuard('admin')));
-  app.use(queueDashboardMiddleware(deps.queues));
+  app.use(queueDashboardMiddleware(deps.queues, deps.db));
 
   const uploads = {
     perAccount: deps.config.BULK_UPLOADS_PER_ACCOUNT,

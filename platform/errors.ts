@@ -6,6 +6,11 @@
 export abstract class AppError extends Error {
   abstract readonly status: number;
   readonly headers: Record<string, string> = {};
+  /**
+   * A 5xx that is how the service is set up rather than a fault (admin disabled):
+   * logged at info, without a stack, since every such request would repeat it.
+   */
+  readonly setupState: boolean = false;
 
   /** The JSON body sent to the client. */
   abstract body(): unknown;
@@ -124,6 +129,8 @@ export class HttpStatusError extends AppError {
 
 export class AdminUnavailableError extends AppError {
   readonly status = 503;
+  // Said once as a warning at start (api/server.ts); each refused request is only an info line.
+  override readonly setupState = true;
   constructor() {
     super('The admin interface is disabled: set ADMIN_PASSWORD to enable it');
   }

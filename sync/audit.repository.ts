@@ -19,6 +19,8 @@ export const auditEntryRow = z.object({
 export type AuditEntryRow = z.infer<typeof auditEntryRow>;
 
 export interface AuditFilter {
+  /** The account's name. */
+  account?: string;
   languageId?: string;
   kind?: string;
   recordId?: string;
@@ -115,6 +117,7 @@ export async function listAuditEntries(
 ): Promise<{ entries: readonly AuditEntryRow[]; nextAfter: number | null }> {
   const horizon = await stableHorizon(db, horizonTimeoutMs);
   const conditions = [sql.fragment`a.seq > ${filter.after}`, sql.fragment`a.seq <= ${horizon}`];
+  if (filter.account !== undefined) conditions.push(sql.fragment`a.account_id = (SELECT id FROM accounts WHERE name = ${filter.account})`);
   if (filter.languageId !== undefined) conditions.push(sql.fragment`a.language_id = ${filter.languageId}`);
   if (filter.kind !== undefined) conditions.push(sql.fragment`a.kind = ${filter.kind}`);
   if (filter.recordId !== undefined) conditions.push(sql.fragment`a.record_id = ${filter.recordId}`);

@@ -26,6 +26,8 @@ export const setAsideRow = z.object({
 export type SetAsideRow = z.infer<typeof setAsideRow>;
 
 export interface SetAsideFilter {
+  /** The account's name. */
+  account?: string;
   languageId?: string;
   kind?: string;
   /** Only changes numbered above this. */
@@ -40,6 +42,7 @@ const columns = sql.fragment`
 
 const conditions = (filter: Omit<SetAsideFilter, 'after' | 'limit'>) => {
   const where = [sql.fragment`o.failed_at IS NOT NULL`];
+  if (filter.account !== undefined) where.push(sql.fragment`o.account_id = (SELECT id FROM accounts WHERE name = ${filter.account})`);
   if (filter.languageId !== undefined) where.push(sql.fragment`o.language_id = ${filter.languageId}`);
   if (filter.kind !== undefined) where.push(sql.fragment`o.kind = ${filter.kind}`);
   return sql.join(where, sql.fragment` AND `);

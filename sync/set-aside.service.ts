@@ -59,7 +59,7 @@ export async function listSetAsideChanges(db: Database, filter: SetAsideFilter) 
  */
 export async function retrySetAside(
   db: Database,
-  target: { seq: number } | { languageId?: string; kind?: string },
+  target: { seq: number } | { account?: string; languageId?: string; kind?: string },
 ): Promise<{ seqs: number[]; langKeys: number[] }> {
   const rows = await db.transaction(async (tx) => {
     // The appliers' locks first, in one order (as discard takes its one): see requeueSetAside.

@@ -5,7 +5,13 @@ import { appliedThroughOf } from './applier.repository.js';
 /*
  * What `sync-status` counts (interface §7 and §9), defined here only.
  *
- * `pending`: accepted changes whose effects are not applied yet (0 = drained).
+ * `pending`: accepted changes whose effects are not applied yet (0 = drained):
+ *   - outbox rows not applied and not set aside, and
+ *   - the lines of queued or running bulk files not stored yet. A stored
+ *     line's effects are an outbox row (or applied with it), so each line
+ *     of an accepted file counts once until it is applied; a file still
+ *     being received is not accepted yet, and a line refused as invalid
+ *     has no effects to wait for.
  * `failed`: work that was really not done and will not be without someone
  * acting on it:
  *   - changes the applier set aside (outbox rows with failed_at), and
@@ -35,7 +41,12 @@ export async function syncStatus(db: CommonQueryMethods): Promise<{ pending: num
     JOIN languages l ON l.lang_key = b.lang_key
     WHERE b.status = 'failed' AND l.deleted_at IS NULL
   `);
-  return { pending: outbox.pending, failed: outbox.failed + failedFiles };
+  const unstoredLines = await db.oneFirst(sql.type(z.object({ lines: z.number() }))`
+    SELECT coalesce(sum(greatest(lines - saved - failed, 0)), 0)::int8 AS lines
+    FROM bulk_jobs
+    WHERE status IN ('queued', 'running')
+  `);
+  return { pending: outbox.pending + unstoredLines, failed: outbox.failed + failedFiles };
 }
 
 /**

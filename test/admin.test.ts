@@ -2,13 +2,28 @@ import type { Job } from 'bullmq';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { startEnvironment, type TestEnvironment } from './support/harness.js';
+import { type RunningApi, startApi } from '../api/server.js';
+import { migrate } from '../platform/migrator.js';
+import {
+  drainWithWorker,
+  dropDatabase,
+  httpRequest,
+  startEnvironment,
+  type TestEnvironment,
+  testConfig,
+  uniqueName,
+} from './support/harness.js';
+import { captureLogs } from './support/log-capture.js';
 import { pollUntil } from './support/poll.js';
 import { openQueues, type TestQueues } from './support/queues.js';
 
 const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
 
 const ADMIN_PATHS = [
+  '/admin',
+  '/admin/bulk-jobs',
+  '/admin/api/accounts',
+  '/admin/api/bulk-jobs',
   '/admin/api/sync-status',
   '/admin/api/audit',
   '/admin/queues',
@@ -74,7 +89,7 @@ describe('when ADMIN_PASSWORD is not set', () => {
   });
   afterAll(() => env.close());
 
-  it.each(['/admin/api/sync-status', '/admin/api/audit', '/admin/queues', '/admin/queues/api/queues'])(
+  it.each(['/admin', '/admin/api/accounts', '/admin/api/sync-status', '/admin/api/audit', '/admin/queues', '/admin/queues/api/queues'])(
     'should answer %s with 503 and say to set it, whatever the credentials',
     async (path) => {
       for (const headers of [{}, basic('admin', ''), basic('admin', 'anything')]) {
@@ -84,6 +99,37 @@ describe('when ADMIN_PASSWORD is not set', () => {
       }
     },
   );
+});
+
+describe('when ADMIN_PASSWORD is not set and /admin is called again and again', () => {
+  const databaseName = uniqueName('cs_admin_off');
+  const logs = captureLogs('debug');
+  let api: RunningApi;
+  beforeAll(async () => {
+    const config = testConfig(databaseName, { ADMIN_PASSWORD: '', LOG_LEVEL: 'debug' });
+    await migrate(config.DATABASE_URL);
+    api = await startApi(config, logs.logger);
+  });
+  afterAll(async () => {
+    await api?.close();
+    await dropDatabase(databaseName);
+  });
+
+  it('should warn once at start and log each 503 at info, without a stack', async () => {
+    const baseUrl = `http://127.0.0.1:${api.port}`;
+    for (const path of ['/admin/api/sync-status', '/admin/queues', '/admin/set-aside']) {
+      const response = await httpRequest(baseUrl, 'GET', path);
+      expect(response.status).toBe(503);
+    }
+    const warnings = logs.lines.filter((line) => line['level'] === 40);
+    expect(warnings.map((line) => line['msg'])).toEqual([expect.stringMatching(/^admin disabled: ADMIN_PASSWORD is unset/)]);
+    expect(logs.lines.filter((line) => (line['level'] as number) >= 50)).toEqual([]);
+    expect(logs.lines.filter((line) => JSON.stringify(line).includes('stack'))).toEqual([]);
+    const refusals = logs.lines.filter((line) => line['msg'] === 'request refused');
+    expect(refusals).toHaveLength(3);
+    for (const line of refusals)
+      expect(line).toMatchObject({ level: 30, status: 503, reason: expect.stringMatching(/set ADMIN_PASSWORD/) });
+  });
 });
 
 describe('when the audit log is read through /admin/api/audit', () => {
@@ -206,6 +252,81 @@ describe('when the audit log is read through /admin/api/audit', () => {
   it('should accept the largest limit', async () => {
     const response = await audit('?limit=1000');
     expect(response.status).toBe(200);
+  });
+});
+
+describe('when two accounts each have a language nl', () => {
+  let env: TestEnvironment;
+  const accounts: string[] = [];
+  const audit = (query: string) => env.request('GET', `/admin/api/audit${query}`, { headers: env.adminHeaders });
+
+  beforeAll(async () => {
+    env = await startEnvironment();
+    for (const product of ['A1', 'B1']) {
+      const client = await env.newClient();
+      accounts.push(client.account);
+      const token = (
+        await env.request('POST', '/oauth/token', {
+          body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
+        })
+      ).body.access_token as string;
+      await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'nl', name: 'nl', code: 'nl' } } });
+      await env.request('POST', '/api/v1/languages/nl/products', { token, body: { product: { id: product, name: product } } });
+    }
+    await env.drain();
+  });
+  afterAll(() => env.close());
+
+  it('should give the audit entries of one account with ?account=', async () => {
+    const both = await audit('?language_id=nl&kind=product');
+    expect(both.body.data.map((entry: any) => entry.record_id).sort()).toEqual(['A1', 'B1']);
+    for (const [index, record] of ['A1', 'B1'].entries()) {
+      const one = await audit(`?language_id=nl&account=${encodeURIComponent(accounts[index]!)}`);
+      expect(one.status, one.text).toBe(200);
+      expect(one.body.data.map((entry: any) => [entry.account, entry.kind, entry.record_id])).toEqual([
+        [accounts[index], 'language', 'nl'],
+        [accounts[index], 'product', record],
+      ]);
+    }
+    expect((await audit('?account=no-such-shop')).body).toEqual({ data: [], next_after: null });
+  });
+
+  it.each([
+    ['?account=', 'invalid_parameters', ['account']],
+    ['?account=a&account=b', 'invalid_parameters', ['account']],
+  ])('should answer %s with 400 %s', async (query, errorClass, parameters) => {
+    const response = await audit(query);
+    expect(response.status).toBe(400);
+    expect(response.body.error[errorClass]).toEqual(parameters);
+  });
+});
+
+describe('when a bulk file is queued and no worker has taken it yet', () => {
+  let env: TestEnvironment;
+  let token: string;
+  const syncStatus = async () => (await env.request('GET', '/admin/api/sync-status', { headers: env.adminHeaders })).body;
+  beforeAll(async () => {
+    env = await startEnvironment({ worker: false });
+    token = await env.token();
+    await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'nl', name: 'nl', code: 'nl' } } });
+    await drainWithWorker(env);
+  });
+  afterAll(() => env.close());
+
+  it('should count its lines as pending until they are applied', async () => {
+    expect(await syncStatus()).toEqual({ pending: 0, failed: 0 });
+    const lines = ['P1', 'P2', 'P3'].map((id) => JSON.stringify({ product: { id, name: id, category_ids: ['C1'] } }));
+    const upload = await env.request('POST', '/api/v1/languages/nl/bulk', {
+      token,
+      raw: lines.join('\n'),
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
+    expect(upload.status, upload.text).toBe(202);
+    expect(await syncStatus()).toEqual({ pending: 3, failed: 0 });
+    await drainWithWorker(env);
+    expect(await syncStatus()).toEqual({ pending: 0, failed: 0 });
+    const job = await env.request('GET', `/api/v1/languages/nl/bulk/${upload.body.bulk_job.id}`, { token });
+    expect(job.body.bulk_job).toMatchObject({ status: 'completed', saved: 3, lines_applied: 3 });
   });
 });
 

@@ -99,6 +99,66 @@ describe('when an admin opens the queue dashboard in a browser', () => {
     expect(await retried.getState()).toBe('failed');
   });
 
+  it('should name the jobs by account, language and file, keeping their names and ids', async () => {
+    const client = await env.newClient();
+    const token = (
+      await env.request('POST', '/oauth/token', {
+        body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
+      })
+    ).body.access_token as string;
+    await env.request('POST', '/api/v1/languages', { token, body: { language: { id: 'nl', name: 'nl', code: 'nl' } } });
+    const upload = await env.request('POST', '/api/v1/languages/nl/bulk', {
+      token,
+      raw: JSON.stringify({ product: { id: 'P1', name: 'One' } }),
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
+    expect(upload.status).toBe(202);
+    const fileId = upload.body.bulk_job.id as string;
+    await env.drain(30_000);
+
+    const jobsOf = async (queue: string) => {
+      const response = await env.request('GET', `/admin/queues/api/queues?activeQueue=${queue}&status=completed&page=1&jobsPerPage=50`, {
+        headers: env.adminHeaders,
+      });
+      expect(response.status).toBe(200);
+      return response.body.queues.find((each: { name: string }) => each.name === queue).jobs as Array<{ id: string; name: string }>;
+    };
+    expect(await jobsOf('bulk')).toContainEqual(
+      expect.objectContaining({ id: `bulk-${fileId}-start`, name: `process-bulk · ${client.account} / nl / file ${fileId}` }),
+    );
+    expect((await jobsOf('effects')).map((job) => job.name)).toContain(`apply-outbox · ${client.account} / nl`);
+    // In BullMQ the jobs are as they were: the name picks the processor.
+    const stored = await queues.queues.bulk.getJob(`bulk-${fileId}-start`);
+    expect(stored?.name).toBe('process-bulk');
+    expect(stored?.data).toEqual({ bulkJobId: fileId, requestId: expect.any(String) });
+
+    await page.goto(`${env.baseUrl}/admin/queues/queue/bulk?status=completed`);
+    const named = page.getByText(`process-bulk · ${client.account} / nl / file ${fileId}`).first();
+    await expect.poll(() => named.isVisible(), { timeout: 10_000 }).toBe(true);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-job-names.png') });
+  });
+
+  it('should load when opened with the credentials in its URL', async () => {
+    // No credentials of its own: only those of the URL.
+    const bare = await launchBrowser({ checkAgainst: env.baseUrl });
+    try {
+      const opened = await bare.context.newPage();
+      const withCredentials = env.baseUrl.replace('://', `://${env.config.ADMIN_USER}:${env.config.ADMIN_PASSWORD}@`);
+      const response = await opened.goto(`${withCredentials}/admin/queues`);
+      expect(response?.status()).toBe(200);
+      const sidebar = opened.locator('#bull-board-sidebar');
+      for (const { name } of Object.values(QUEUES)) {
+        await expect.poll(() => sidebar.getByText(name, { exact: true }).isVisible(), { timeout: 10_000 }).toBe(true);
+      }
+      // The address no longer shows the password.
+      expect(opened.url()).toBe(`${env.baseUrl}/admin/queues`);
+      await opened.screenshot({ path: path.join(ARTIFACTS, 'dashboard-url-credentials.png') });
+      expect(await bare.undocumented()).toEqual([]);
+    } finally {
+      await bare.close();
+    }
+  });
+
   it('should load nothing from another site', () => {
     expect(offSite).toEqual([]);
   });

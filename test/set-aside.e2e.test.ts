@@ -108,6 +108,55 @@ describe('when an admin opens the set-aside page in a browser', () => {
     await expect.poll(() => page.url(), { timeout: 10_000 }).toBe(`${env.baseUrl}/admin/set-aside`);
   });
 
+  describe('when the page is opened with the credentials in its URL', () => {
+    let bare: Browser;
+    let opened: Page;
+    const colourOf = (selector: string) => opened.locator(selector).evaluate((element) => getComputedStyle(element).color);
+
+    beforeAll(async () => {
+      await env.db.query(sql.unsafe`ALTER TABLE links ADD CONSTRAINT ops_blocked CHECK (b NOT LIKE 'C-blocked%') NOT VALID`);
+      await poison('P3');
+      expect(await pollUntil(setAsideCount, (count) => count === 1, { timeoutMs: 60_000, intervalMs: 200 })).toBe(1);
+      // No credentials of its own: only those of the URL.
+      bare = await launchBrowser({ checkAgainst: env.baseUrl });
+      opened = await bare.context.newPage();
+      // The discard that finds nothing is a 404 Chromium reports on the console; anything else counts.
+      opened.on('console', (message) => {
+        if (message.type() === 'error' && !/status of 404/.test(message.text())) consoleErrors.push(message.text());
+      });
+    }, 90_000);
+    afterAll(async () => {
+      await bare?.close();
+      await env.db.query(sql.unsafe`ALTER TABLE links DROP CONSTRAINT IF EXISTS ops_blocked`);
+    });
+
+    it('should list the changes', async () => {
+      const withCredentials = env.baseUrl.replace('://', `://${env.config.ADMIN_USER}:${env.config.ADMIN_PASSWORD}@`);
+      const response = await opened.goto(`${withCredentials}/admin/set-aside`);
+      expect(response?.status()).toBe(200);
+      await expect.poll(() => opened.locator('#changes tbody tr').count(), { timeout: 10_000 }).toBe(1);
+      expect(await opened.locator('#changes tbody tr td').nth(4).innerText()).toBe('P3');
+      expect(await opened.locator('#status').innerText()).toBe('');
+      await opened.screenshot({ path: path.join(ARTIFACTS, 'set-aside-url-credentials.png'), fullPage: true });
+    });
+
+    it('should show a failed action in the error colour', async () => {
+      // Another operator discards it first: this page's discard then finds nothing.
+      const seq = await opened.locator('#changes tbody tr').first().getAttribute('data-seq');
+      expect((await env.request('DELETE', `/admin/api/set-aside/${seq}`, { headers: env.adminHeaders })).status).toBe(200);
+      opened.once('dialog', (dialog) => void dialog.accept());
+      await opened.locator('#changes tbody tr', { hasText: 'P3' }).getByRole('button', { name: 'Discard' }).click();
+      await expect.poll(() => opened.locator('#status').innerText(), { timeout: 10_000 }).toBe('Failed: Set-aside change not found');
+      expect(await colourOf('#status')).toBe('rgb(185, 28, 28)');
+      await opened.screenshot({ path: path.join(ARTIFACTS, 'set-aside-failed-action.png'), fullPage: true });
+      // A success says so in the other colour.
+      await opened.getByRole('button', { name: 'Reload' }).click();
+      await expect.poll(() => opened.locator('#status').innerText(), { timeout: 10_000 }).toBe('Reloaded');
+      expect(await colourOf('#status')).toBe('rgb(6, 95, 70)');
+      expect(await bare.undocumented()).toEqual([]);
+    });
+  });
+
   it('should load nothing from another site and break no rule of its content security policy', () => {
     expect(offSite).toEqual([]);
     expect(consoleErrors).toEqual([]);

@@ -102,6 +102,8 @@ describe('when the worker sets a change aside', () => {
     expect((await setAside('?language_id=de')).data).toEqual([]);
     expect((await setAside('?kind=category')).data).toEqual([]);
     expect((await setAside('?language_id=nl&kind=product')).data.map((each) => each.seq)).toEqual([change['seq']]);
+    expect((await setAside(`?account=${encodeURIComponent(change['account'])}`)).data.map((each) => each.seq)).toEqual([change['seq']]);
+    expect((await setAside('?account=no-such-shop&language_id=nl')).data).toEqual([]);
     expect(await setAside('?limit=1')).toMatchObject({ next_after: null });
     expect((await setAside(`?after=${change['seq']}`)).data).toEqual([]);
     const bad = await env.request('GET', '/admin/api/set-aside?limit=0', { headers: env.adminHeaders });
@@ -133,6 +135,11 @@ describe('when set-aside changes are retried all at once', () => {
     const dutch = await poisonedWrite('nl', 'P10', 'req-nl');
     const german = await poisonedWrite('de', 'P20', 'req-de');
     await fix();
+    const otherShop = await env.request('POST', '/admin/api/set-aside/retry', {
+      headers: JSON_HEADERS(),
+      body: { account: 'no-such-shop' },
+    });
+    expect(otherShop.body).toEqual({ retried: [] });
     const onlyGerman = await env.request('POST', '/admin/api/set-aside/retry', { headers: JSON_HEADERS(), body: { language_id: 'de' } });
     expect(onlyGerman.body).toEqual({ retried: [german['seq']] });
     const rest = await env.request('POST', '/admin/api/set-aside/retry', { headers: JSON_HEADERS(), body: {} });
@@ -176,10 +183,14 @@ describe('when a set-aside change is discarded', () => {
 
 describe('when set-aside changes are acted on wrongly', () => {
   const notFound = { error: 'Set-aside change not found' };
+  const invalidSeq = { error: { message: 'Invalid parameters: seq', invalid_parameters: ['seq'] } };
   const admin = () => env.adminHeaders;
   it.each<[string, string, string, () => Record<string, string>, string | undefined, number, unknown]>([
     ['retry of an unknown change', 'POST', '/admin/api/set-aside/999999/retry', JSON_HEADERS, '{}', 404, notFound],
-    ['retry of something that is no seq', 'POST', '/admin/api/set-aside/abc/retry', JSON_HEADERS, '{}', 404, notFound],
+    ['retry of something that is no seq', 'POST', '/admin/api/set-aside/abc/retry', JSON_HEADERS, '{}', 400, invalidSeq],
+    ['retry of a seq past any number', 'POST', '/admin/api/set-aside/99999999999999999999/retry', JSON_HEADERS, '{}', 400, invalidSeq],
+    ['discard of something that is no seq', 'DELETE', '/admin/api/set-aside/1.5', admin, undefined, 400, invalidSeq],
+    ['discard of a negative seq', 'DELETE', '/admin/api/set-aside/-1', admin, undefined, 400, invalidSeq],
     ['discard of an unknown change', 'DELETE', '/admin/api/set-aside/999999', admin, undefined, 404, notFound],
     [
       'a retry sent as a form (what another site could make a browser send)',

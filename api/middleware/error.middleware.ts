@@ -69,7 +69,8 @@ export async function errorMiddleware(ctx: AppContext, next: Next): Promise<void
       ctx.status = appError.status;
       ctx.set(appError.headers);
       ctx.body = appError.body();
-      if (appError.status >= 500) ctx.state.logger.error({ err: error }, 'request failed');
+      if (appError.setupState) ctx.state.logger.info({ status: appError.status, reason: appError.message }, 'request refused');
+      else if (appError.status >= 500) ctx.state.logger.error({ err: error }, 'request failed');
       return;
     }
     if (isDatabaseUnavailable(error)) {

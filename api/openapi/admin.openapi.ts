@@ -9,6 +9,14 @@ import {
   setAsideRetryAllSchema,
   syncStatusSchema,
 } from '../schemas/admin.schema.js';
+import {
+  accountsQuerySchema,
+  accountsSchema,
+  adminBulkJobsPageSchema,
+  adminBulkJobsQuerySchema,
+  bulkErrorsPageSchema,
+  bulkErrorsQuerySchema,
+} from '../schemas/admin-overview.schema.js';
 import { errors, json, messageErrorSchema, pathParams, plainErrorSchema, SECURITY } from './components.js';
 
 export function registerAdminPaths(registry: OpenAPIRegistry): void {
@@ -44,7 +52,7 @@ export function registerAdminPaths(registry: OpenAPIRegistry): void {
     },
   });
 
-  const setAsideParams = pathParams({ seq: 'The `seq` of a set-aside change' });
+  const setAsideParams = pathParams({ seq: 'The `seq` of a set-aside change (a whole number; anything else is 400 `invalid_parameters`)' });
   const notSetAside = { 404: { description: 'No set-aside change has this `seq`', content: json(plainErrorSchema) } };
   const jsonOnly = {
     415: {
@@ -91,7 +99,7 @@ export function registerAdminPaths(registry: OpenAPIRegistry): void {
     request: { params: setAsideParams },
     responses: {
       200: { description: 'The change is back in line', content: json(setAsideRetriedSchema) },
-      ...errors(...ADMIN),
+      ...errors('badRequest', ...ADMIN),
       ...notSetAside,
       ...jsonOnly,
     },
@@ -106,7 +114,7 @@ export function registerAdminPaths(registry: OpenAPIRegistry): void {
     request: { params: setAsideParams },
     responses: {
       200: { description: 'The change as it was', content: json(setAsideDiscardedSchema) },
-      ...errors(...ADMIN),
+      ...errors('badRequest', ...ADMIN),
       ...notSetAside,
     },
   });
@@ -119,6 +127,56 @@ export function registerAdminPaths(registry: OpenAPIRegistry): void {
     security,
     responses: { 200: { description: 'The page', content: { 'text/html': { schema: { type: 'string' } } } }, ...adminErrors },
   });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/admin/api/accounts',
+    operationId: 'adminAccounts',
+    summary: 'Per account: languages, records, pending changes, set-aside changes, bulk files queued and running',
+    description: '`pending` and `set_aside` count as sync-status does; every account, by name.',
+    tags,
+    security,
+    request: { query: accountsQuerySchema },
+    responses: { 200: { description: 'The accounts', content: json(accountsSchema) }, ...errors('badRequest', ...ADMIN) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/admin/api/bulk-jobs',
+    operationId: 'adminListBulkJobs',
+    summary: "Every account's bulk files, newest first, with their line counts, progress and times",
+    description: 'Pages with `before`: pass the `next_before` of one page to get the next.',
+    tags,
+    security,
+    request: { query: adminBulkJobsQuerySchema },
+    responses: { 200: { description: 'A page of files', content: json(adminBulkJobsPageSchema) }, ...errors('badRequest', ...ADMIN) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/admin/api/bulk-jobs/{id}/errors',
+    operationId: 'adminBulkJobErrors',
+    summary: "A bulk file's line errors, in line order",
+    description: 'Pages with `after` and `next_after`. An `id` that is no uuid is 400 `invalid_parameters`.',
+    tags,
+    security,
+    request: { params: pathParams({ id: 'The bulk file id' }), query: bulkErrorsQuerySchema },
+    responses: {
+      200: { description: 'A page of line errors', content: json(bulkErrorsPageSchema) },
+      ...errors('badRequest', ...ADMIN),
+      404: { description: 'No bulk file has this id', content: json(plainErrorSchema) },
+    },
+  });
+  const page = (path: string, operationId: string, summary: string) =>
+    registry.registerPath({
+      method: 'get',
+      path,
+      operationId,
+      summary,
+      tags,
+      security,
+      responses: { 200: { description: 'The page', content: { 'text/html': { schema: { type: 'string' } } } }, ...adminErrors },
+    });
+  page('/admin', 'adminHome', 'The admin landing page: sync-status in words, counts per account, links to every admin page');
+  page('/admin/bulk-jobs', 'adminBulkJobsPage', 'The page of bulk files across accounts (an HTML shell over /admin/api/bulk-jobs)');
 
   registry.registerPath({
     method: 'get',

@@ -49,6 +49,15 @@ export function registerOperationsPaths(registry: OpenAPIRegistry): void {
   });
   registry.registerPath({
     method: 'get',
+    path: '/',
+    operationId: 'root',
+    summary: 'A page linking the API docs (/docs) and, for operators, /admin',
+    tags,
+    security: [],
+    responses: { 200: { description: 'HTML page', content: { 'text/html': { schema: z.string() } } } },
+  });
+  registry.registerPath({
+    method: 'get',
     path: '/docs',
     operationId: 'docs',
     summary: 'This description rendered for people (Swagger UI, served by the service itself)',

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { ADMIN_NAV, adminPage } from './page-kit.js';
 
 /*
  * The operator's page for set-aside changes (GET /admin/set-aside): a table
@@ -10,29 +10,7 @@ import { createHash } from 'node:crypto';
 
 const SCRIPT = `
 const list = document.querySelector('#changes tbody');
-const status = document.querySelector('#status');
 const count = document.querySelector('#count');
-const say = (text) => { status.textContent = text; };
-
-async function call(method, path, body) {
-  const response = await fetch(path, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  const parsed = text ? JSON.parse(text) : {};
-  if (!response.ok) throw new Error(typeof parsed.error === 'string' ? parsed.error : (parsed.error && parsed.error.message) || 'HTTP ' + response.status);
-  return parsed;
-}
-
-function cell(row, text, className) {
-  const td = document.createElement('td');
-  td.textContent = text === null || text === undefined ? '' : String(text);
-  if (className) td.className = className;
-  row.appendChild(td);
-  return td;
-}
 
 function button(label, title, action) {
   const element = document.createElement('button');
@@ -77,43 +55,21 @@ async function act(action, done) {
     const result = await action();
     say(typeof result === 'string' ? result : done);
   } catch (error) {
-    say('Failed: ' + error.message);
+    say('Failed: ' + error.message, true);
   }
-  await load().catch((error) => say('Could not load the list: ' + error.message));
+  await load().catch((error) => say('Could not load the list: ' + error.message, true));
 }
 
 document.querySelector('#retry-all').addEventListener('click', () =>
   act(async () => 'Retried ' + (await call('POST', '/admin/api/set-aside/retry', {})).retried.length + ' changes', 'Retried'),
 );
 document.querySelector('#reload').addEventListener('click', () => act(async () => undefined, 'Reloaded'));
-load().catch((error) => say('Could not load the list: ' + error.message));
+load().catch((error) => say('Could not load the list: ' + error.message, true));
 `;
 
-/** The Content-Security-Policy of the page: nothing but itself and its one inline script. */
-export const SET_ASIDE_PAGE_CSP = `default-src 'none'; script-src 'sha256-${createHash('sha256').update(SCRIPT).digest('base64')}'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
-
-export const SET_ASIDE_PAGE = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>Set-aside changes · commerce-sync</title>
-<style>
-  body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #1f2937; }
-  header { display: flex; align-items: baseline; gap: 1.5rem; }
-  h1 { font-size: 1.3rem; margin: 0; }
-  p.hint { color: #4b5563; max-width: 60rem; }
-  table { border-collapse: collapse; width: 100%; font-size: 0.85rem; margin-top: 1rem; }
-  th, td { border-bottom: 1px solid #e5e7eb; padding: 0.35rem 0.5rem; text-align: left; vertical-align: top; }
-  th { background: #f3f4f6; }
-  td.number { text-align: right; }
-  td.mono { font-family: ui-monospace, monospace; font-size: 0.8rem; }
-  td.error { color: #b91c1c; max-width: 28rem; }
-  button { margin-right: 0.3rem; }
-  #status { min-height: 1.2rem; color: #065f46; }
-</style>
-</head>
-<body>
-<header><h1>Set-aside changes</h1><a href="/admin/queues">Queue dashboard</a><a href="/admin/api/sync-status">sync-status</a></header>
+export const SET_ASIDE_PAGE = adminPage(
+  'Set-aside changes',
+  `<header><h1>Set-aside changes</h1>${ADMIN_NAV}</header>
 <p class="hint">Changes the worker could not apply after their attempts. Fix the cause, then retry them: the worker applies
 them at once, after the changes that came later. Discarding one gives its effects up for good; the audit log records who did it.</p>
 <p><button type="button" id="retry-all">Retry all</button><button type="button" id="reload">Reload</button> <span id="count"></span></p>
@@ -121,8 +77,6 @@ them at once, after the changes that came later. Discarding one gives its effect
 <table id="changes">
 <thead><tr><th>Seq</th><th>Account</th><th>Language</th><th>Kind</th><th>Record</th><th>Action</th><th>Request id</th><th>Error</th><th>Attempts</th><th>Accepted</th><th>Set aside</th><th></th></tr></thead>
 <tbody></tbody>
-</table>
-<script>${SCRIPT}</script>
-</body>
-</html>
-`;
+</table>`,
+  SCRIPT,
+);

@@ -1,9 +1,12 @@
 import Router from '@koa/router';
 import type { Queue } from 'bullmq';
+import { z } from 'zod';
+import { bulkJobErrorsForAdmin, listBulkJobsForAdmin } from '../../bulk/bulk-admin.service.js';
 import { parseOrThrow } from '../../catalogue/validation.js';
 import type { Config } from '../../platform/config.js';
 import type { Database } from '../../platform/db.js';
-import { HttpStatusError, RecordNotFoundError } from '../../platform/errors.js';
+import { HttpStatusError, RecordNotFoundError, ValidationError } from '../../platform/errors.js';
+import { accountOverview } from '../../sync/account-overview.repository.js';
 import { AuditHorizonTimeoutError, listAuditEntries } from '../../sync/audit.repository.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 import { discardSetAside, listSetAsideChanges, retrySetAside } from '../../sync/set-aside.service.js';
@@ -11,8 +14,12 @@ import { syncStatus } from '../../sync/status.repository.js';
 import type { AppContext, AppState } from '../context.js';
 import { adminAuthMiddleware, adminUserOf } from '../middleware/admin-auth.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
-import { SET_ASIDE_PAGE, SET_ASIDE_PAGE_CSP } from '../pages/set-aside.page.js';
+import { ADMIN_HOME_PAGE } from '../pages/admin-home.page.js';
+import { BULK_JOBS_PAGE } from '../pages/bulk-jobs.page.js';
+import type { AdminPage } from '../pages/page-kit.js';
+import { SET_ASIDE_PAGE } from '../pages/set-aside.page.js';
 import { AUDIT_DEFAULT_LIMIT, auditQuerySchema, setAsideQuerySchema, setAsideRetryAllSchema } from '../schemas/admin.schema.js';
+import { accountsQuerySchema, adminBulkJobsQuerySchema, bulkErrorsQuerySchema } from '../schemas/admin-overview.schema.js';
 
 export interface AdminDependencies {
   config: Config;
@@ -31,11 +38,25 @@ function requireJson(ctx: AppContext) {
   if (ctx.request.type !== 'application/json') throw new HttpStatusError(415, 'Unsupported content type: send application/json');
 }
 
-/** A change's `seq` from the path; anything else names no change. */
+/** A change's `seq` from the path; anything but a whole number is the caller's mistake (interface §9.3). */
 function seqParam(ctx: AppContext): number {
   const value = ctx.params['seq'] ?? '';
-  if (!/^\d{1,18}$/.test(value) || !Number.isSafeInteger(Number(value))) throw new RecordNotFoundError('Set-aside change');
+  if (!/^\d{1,18}$/.test(value) || !Number.isSafeInteger(Number(value))) throw new ValidationError('invalid_parameters', ['seq']);
   return Number(value);
+}
+
+function servePage(ctx: AppContext, page: AdminPage) {
+  ctx.set('Content-Security-Policy', page.csp);
+  ctx.set('Cache-Control', 'no-store');
+  ctx.type = 'html';
+  ctx.body = page.html;
+}
+
+/** A bulk file's id from the path: a uuid, or the caller's mistake (interface §9.3). */
+function bulkJobParam(ctx: AppContext): string {
+  const value = ctx.params['id'] ?? '';
+  if (!z.string().uuid().safeParse(value).success) throw new ValidationError('invalid_parameters', ['id']);
+  return value;
 }
 
 export function adminRouter({ config, db, notifier }: AdminDependencies) {
@@ -53,6 +74,7 @@ export function adminRouter({ config, db, notifier }: AdminDependencies) {
     const query = parseOrThrow(auditQuerySchema, { ...ctx.query });
     try {
       const page = await listAuditEntries(db, {
+        account: query.account,
         languageId: query.language_id,
         kind: query.kind,
         recordId: query.record_id,
@@ -70,6 +92,7 @@ export function adminRouter({ config, db, notifier }: AdminDependencies) {
   router.get('/api/set-aside', async (ctx: AppContext) => {
     const query = parseOrThrow(setAsideQuerySchema, { ...ctx.query });
     ctx.body = await listSetAsideChanges(db, {
+      account: query.account,
       languageId: query.language_id,
       kind: query.kind,
       after: query.after ?? 0,
@@ -86,7 +109,7 @@ export function adminRouter({ config, db, notifier }: AdminDependencies) {
   router.post('/api/set-aside/retry', body, async (ctx: AppContext) => {
     requireJson(ctx);
     const filter = parseOrThrow(setAsideRetryAllSchema, ctx.request.body ?? {});
-    retried(ctx, await retrySetAside(db, { languageId: filter.language_id, kind: filter.kind }));
+    retried(ctx, await retrySetAside(db, { account: filter.account, languageId: filter.language_id, kind: filter.kind }));
   });
 
   router.post('/api/set-aside/:seq/retry', body, async (ctx: AppContext) => {
@@ -103,11 +126,38 @@ export function adminRouter({ config, db, notifier }: AdminDependencies) {
     ctx.body = { discarded };
   });
 
+  router.get('/api/accounts', async (ctx: AppContext) => {
+    const query = parseOrThrow(accountsQuerySchema, { ...ctx.query });
+    ctx.body = { data: await accountOverview(db, { account: query.account }) };
+  });
+
+  router.get('/api/bulk-jobs', async (ctx: AppContext) => {
+    const query = parseOrThrow(adminBulkJobsQuerySchema, { ...ctx.query });
+    ctx.body = await listBulkJobsForAdmin(db, {
+      account: query.account,
+      languageId: query.language_id,
+      status: query.status,
+      before: query.before,
+      limit: query.limit ?? AUDIT_DEFAULT_LIMIT,
+    });
+  });
+
+  router.get('/api/bulk-jobs/:id/errors', async (ctx: AppContext) => {
+    const id = bulkJobParam(ctx);
+    const query = parseOrThrow(bulkErrorsQuerySchema, { ...ctx.query });
+    ctx.body = await bulkJobErrorsForAdmin(db, id, { after: query.after ?? 0, limit: query.limit ?? AUDIT_DEFAULT_LIMIT });
+  });
+
+  router.get('/', (ctx: AppContext) => {
+    servePage(ctx, ADMIN_HOME_PAGE);
+  });
+
+  router.get('/bulk-jobs', (ctx: AppContext) => {
+    servePage(ctx, BULK_JOBS_PAGE);
+  });
+
   router.get('/set-aside', (ctx: AppContext) => {
-    ctx.set('Content-Security-Policy', SET_ASIDE_PAGE_CSP);
-    ctx.set('Cache-Control', 'no-store');
-    ctx.type = 'html';
-    ctx.body = SET_ASIDE_PAGE;
+    servePage(ctx, SET_ASIDE_PAGE);
   });
 
   return router;

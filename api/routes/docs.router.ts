@@ -46,7 +46,29 @@ const INIT = `window.ui = SwaggerUIBundle({
 });
 `;
 
-/** /openapi.json, and /docs rendering it with Swagger UI assets served from node_modules. */
+/**
+ * `/`: where a person who opens the service's address goes next, the API's
+ * documentation or, for operators, /admin (docs/decisions.md, "The root
+ * page links the docs and the admin area").
+ */
+const ROOT_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>commerce-sync</title>
+<style>body { font-family: system-ui, sans-serif; margin: 2rem; color: #1f2937; } li { margin: 0.4rem 0; }</style>
+</head>
+<body>
+<h1>Commerce data synchronisation service</h1>
+<ul>
+<li><a href="/docs">API documentation</a> (the <a href="/openapi.json">OpenAPI description</a>)</li>
+<li><a href="/admin">Admin</a>: for operators, with the admin credentials</li>
+</ul>
+</body>
+</html>
+`;
+
+/** /openapi.json, and /docs rendering it with Swagger UI assets served from node_modules; `/` links to both. */
 export function docsRouter() {
   const router = new Router<AppState>();
   let document: OpenApiDocument | undefined;
@@ -55,6 +77,15 @@ export function docsRouter() {
     // Built on first use, after every router module has registered its paths.
     document ??= buildOpenApiDocument();
     ctx.body = document;
+  });
+
+  router.get('/', (ctx: AppContext) => {
+    ctx.set(
+      'Content-Security-Policy',
+      "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    );
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = ROOT_PAGE;
   });
 
   router.get('/docs', (ctx: AppContext) => {

@@ -9,7 +9,7 @@ export const AUDIT_DEFAULT_LIMIT = 100;
 export const AUDIT_MAX_LIMIT = 1_000;
 
 // Query values arrive as strings (or arrays when repeated, which are refused as invalid).
-const digits = (min: number, max: number) =>
+export const digits = (min: number, max: number) =>
   z
     .string()
     .regex(/^\d{1,18}$/)
@@ -17,8 +17,18 @@ const digits = (min: number, max: number) =>
     .pipe(z.number().int().min(min).max(max))
     .openapi({ type: 'integer', minimum: min, maximum: max });
 
+/** Accounts are named in the admin API as in its answers (`account`): by name. */
+export const accountFilter = (what: string) =>
+  z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .openapi({ description: `Only ${what} of this account (its name, as \`account\` shows it)` });
+
 export const auditQuerySchema = z
   .object({
+    account: accountFilter('entries'),
     language_id: z.string().min(1).max(255).optional().openapi({ description: 'Only entries of this language id' }),
     kind: z.enum(AUDIT_KINDS).optional().openapi({ description: 'Only entries of this kind (the v1 body key, or `language`)' }),
     record_id: z.string().min(1).max(255).optional().openapi({ description: 'Only entries of this record id' }),
@@ -59,13 +69,19 @@ export const auditPageSchema = z
 
 export const syncStatusSchema = z
   .object({
-    pending: z.number().int().openapi({ description: 'Accepted requests whose queued effects are not applied yet; 0 means drained' }),
-    failed: z.number().int().openapi({ description: 'Changes set aside as failed plus failed jobs in every queue' }),
+    pending: z.number().int().openapi({
+      description:
+        'Accepted requests whose queued effects are not applied yet, each line of a queued or running bulk file counting as one; 0 means drained',
+    }),
+    failed: z.number().int().openapi({
+      description: 'Changes set aside plus bulk files that ended failed in a live language (failed queue jobs are not counted)',
+    }),
   })
   .openapi('SyncStatus');
 
 export const setAsideQuerySchema = z
   .object({
+    account: accountFilter('changes'),
     language_id: z.string().min(1).max(255).optional().openapi({ description: 'Only changes of this language id' }),
     kind: z.enum(AUDIT_KINDS).optional().openapi({ description: 'Only changes of this kind (the v1 body key, or `language`)' }),
     after: digits(0, Number.MAX_SAFE_INTEGER)
@@ -79,6 +95,7 @@ export const setAsideQuerySchema = z
 
 export const setAsideRetryAllSchema = z
   .object({
+    account: accountFilter('changes'),
     language_id: z.string().min(1).max(255).optional().openapi({ description: 'Only changes of this language id' }),
     kind: z.enum(AUDIT_KINDS).optional().openapi({ description: 'Only changes of this kind' }),
   })
