@@ -9,8 +9,8 @@ import { KINDS, type RecordKind, type StoredKind } from '../catalogue/record-kin
 import { CARRIED_BY, EXPORT_ORDER, exportLine, parentsFirst } from './export-lines.js';
 import { exportV2Line, productLinkLines, V2_EXPORT_ORDER } from './export-v2-lines.js';
 import { formatCount } from './progress.reporter.js';
-import type { Terminal } from './push.command.js';
 import type { ServiceClient } from './service.client.js';
+import type { Terminal } from './terminal.js';
 
 /** The largest page v2 lists give. */
 const PER_PAGE = 250;

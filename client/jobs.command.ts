@@ -1,22 +1,7 @@
+import { type BulkJob, bulkPath } from './bulk-job.js';
 import { formatCount } from './progress.reporter.js';
-import { bulkPath, type Terminal } from './push.command.js';
 import { errorText, type ServiceClient } from './service.client.js';
-
-/** A bulk job as GET .../bulk/{id} answers it (list items leave out `errors`). */
-export interface BulkJob {
-  id: string;
-  status: 'queued' | 'running' | 'completed' | 'failed';
-  lines: number;
-  lines_stored: number;
-  lines_applied: number;
-  saved: number;
-  failed: number;
-  error: string | null;
-  errors: Array<{ line: number; error: unknown }>;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-}
+import type { Terminal } from './terminal.js';
 
 type JobSummary = Omit<BulkJob, 'errors'>;
 

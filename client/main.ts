@@ -2,8 +2,9 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { EVENT_KINDS, isStoredKind, RECORD_KINDS, STORED_KINDS, type StoredKind } from '../catalogue/record-kinds.js';
 import { exportRecords } from './export.command.js';
 import { listJobs, showJob } from './jobs.command.js';
-import { push, type Terminal } from './push.command.js';
+import { push } from './push.command.js';
 import { ClientError, ServiceClient } from './service.client.js';
+import type { Terminal } from './terminal.js';
 
 /*
  * commerce-sync: the shop's command line for the service. It talks to the

@@ -3,9 +3,10 @@ import { open, stat } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { BulkJob } from './jobs.command.js';
+import { type BulkJob, bulkPath } from './bulk-job.js';
 import { createReporter, formatCount, formatDuration } from './progress.reporter.js';
 import { ClientError, errorText, type ServiceClient } from './service.client.js';
+import type { Terminal } from './terminal.js';
 
 export interface PushOptions {
   language: string;
@@ -16,11 +17,6 @@ export interface PushOptions {
   json: boolean;
   /** How often the job is polled while it is followed. */
   pollMs: number;
-}
-
-export interface Terminal {
-  stdout: NodeJS.WriteStream;
-  stderr: NodeJS.WriteStream;
 }
 
 /** How many line errors are printed when lines failed (all of them with --errors-to). */
@@ -35,10 +31,6 @@ async function isGzip(file: string): Promise<boolean> {
     await handle.close();
   }
 }
-
-/** The language's bulk endpoints; jobs of both interfaces are read through v1's. */
-export const bulkPath = (language: string, rest = '', api: 'v1' | 'v2' = 'v1') =>
-  `/api/${api}/languages/${encodeURIComponent(language)}/bulk${rest}`;
 
 /**
  * Streams the file to the language's bulk endpoint, then follows the job
