@@ -1,4 +1,4 @@
-import { type BulkJob, bulkPath } from './bulk-job.js';
+import { type BulkJob, bulkPath, jobFailed } from './bulk-job.js';
 import { formatCount } from './progress.reporter.js';
 import { errorText, type ServiceClient } from './service.client.js';
 import type { Terminal } from './terminal.js';
@@ -47,7 +47,10 @@ export async function listJobs(
   return 0;
 }
 
-/** One job with its counts and first errors; --json prints it as the service answers it. */
+/**
+ * One job with its counts and first errors; --json prints it as the service answers it.
+ * @returns 1 when lines of the job (or the job) failed, as push of the same file does; else 0.
+ */
 export async function showJob(
   client: ServiceClient,
   id: string,
@@ -57,7 +60,7 @@ export async function showJob(
   const { bulk_job: job } = await client.getJson<{ bulk_job: BulkJob }>(bulkPath(options.language, `/${encodeURIComponent(id)}`));
   if (options.json) {
     terminal.stdout.write(`${JSON.stringify(job)}\n`);
-    return 0;
+    return jobFailed(job) ? 1 : 0;
   }
   const fields: Array<[string, string | null]> = [
     ['job', job.id],
@@ -78,5 +81,5 @@ export async function showJob(
     terminal.stdout.write(
       `... ${formatCount(job.failed - job.errors.length)} more: push with --errors-to FILE, or GET ${bulkPath(options.language, `/${job.id}/errors`)}\n`,
     );
-  return 0;
+  return jobFailed(job) ? 1 : 0;
 }
