@@ -16,6 +16,7 @@ import type { PreparedWriter } from '../sync/prepared-write.js';
 import type { AppState } from './context.js';
 import { createApiMetrics } from './metrics.js';
 import { adminAreaMiddleware } from './middleware/admin-auth.middleware.js';
+import { compressMiddleware } from './middleware/compress.middleware.js';
 import { errorMiddleware } from './middleware/error.middleware.js';
 import { queueDashboardMiddleware } from './middleware/queue-dashboard.middleware.js';
 import { requestLogMiddleware } from './middleware/request-log.middleware.js';
@@ -87,6 +88,8 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     });
   app.use(requestLogMiddleware(deps.logger, metrics.http));
   app.use(errorMiddleware);
+  // Inside the error middleware: error bodies are small and go as they are.
+  app.use(compressMiddleware());
   // Before every router and the dashboard, so nothing under /admin is reachable without credentials.
   app.use(adminAreaMiddleware(deps.config.ADMIN_USER, deps.config.ADMIN_PASSWORD, signInGuard('admin')));
   app.use(queueDashboardMiddleware(deps.queues, deps.db));

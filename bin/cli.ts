@@ -82,11 +82,15 @@ async function run(db: Database, argv: string[]): Promise<void> {
   }
 }
 
+const COMMANDS = ['create-client', 'list-clients', 'revoke-client', 'set-limit'];
 const argv = process.argv.slice(2);
 if (argv[0] === 'help' || argv.some((arg) => arg === '--help' || arg === '-h')) {
   process.stdout.write(`${USAGE}\n`);
   process.exit(0);
 }
+// Told before the database is looked at: a mistyped command is the problem to fix, whatever DATABASE_URL says.
+if (argv[0] === undefined) fail(`a command is needed\n${USAGE}`);
+if (!COMMANDS.includes(argv[0])) fail(`unknown command '${argv[0]}'\n${USAGE}`);
 const config = configOrExit();
 // A database that is missing or not migrated is refused, never created: a typo in DATABASE_URL would
 // otherwise make a client in a database the service never reads.

@@ -206,7 +206,8 @@ export async function* bulkErrorLines(db: Database, jobId: string): AsyncGenerat
   let after = 0;
   for (;;) {
     const page = await listBulkErrors(db, jobId, after, 1_000);
-    for (const item of page) yield `${JSON.stringify({ line: item.line_no, error: item.error })}\n`;
+    // A page at a time: each chunk is sent (and, compressed, flushed) as it is read.
+    if (page.length > 0) yield page.map((item) => `${JSON.stringify({ line: item.line_no, error: item.error })}\n`).join('');
     if (page.length < 1_000) return;
     after = page[page.length - 1]!.line_no;
   }

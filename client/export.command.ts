@@ -8,9 +8,9 @@ import { pipeline } from 'node:stream/promises';
 import { KINDS, type RecordKind, type StoredKind } from '../catalogue/record-kinds.js';
 import { CARRIED_BY, EXPORT_ORDER, exportLine, parentsFirst } from './export-lines.js';
 import { exportV2Line, productLinkLines, V2_EXPORT_ORDER } from './export-v2-lines.js';
-import { formatCount } from './progress.reporter.js';
-import type { Terminal } from './push.command.js';
+import { countOf, createExportReporter, formatCount } from './progress.reporter.js';
 import type { ServiceClient } from './service.client.js';
+import type { Terminal } from './terminal.js';
 
 /** The largest page v2 lists give. */
 const PER_PAGE = 250;
@@ -107,7 +107,9 @@ export async function exportRecords(client: ServiceClient, options: ExportOption
   // v2 related-product links name products that may come later in the list: they are held on disk and follow all products.
   const spool =
     options.api === 'v2' && kinds.includes('product') ? await mkdtemp(path.join(os.tmpdir(), 'commerce-sync-export-')) : undefined;
+  const progress = createExportReporter(terminal.stderr, { tty: Boolean(terminal.stderr.isTTY) });
   let code = 0;
+  let finished = false;
   try {
     for (const kind of kinds) {
       const carriedBy =
@@ -122,7 +124,9 @@ export async function exportRecords(client: ServiceClient, options: ExportOption
       const held: Array<{ id: string; parent: string | null; line: string }> = [];
       const related = spool ? createWriteStream(path.join(spool, 'related.ndjson')) : undefined;
       for await (const items of listAll(client, listPath(options.language, kind))) {
-        for (const record of await wholeRecords(client, options.language, kind, items, options.api)) {
+        const records = await wholeRecords(client, options.language, kind, items, options.api);
+        progress.add(kind, records.length);
+        for (const record of records) {
           for (const [field] of carriedBy) {
             const value = record[field];
             if (value !== null && value !== undefined && !(Array.isArray(value) && value.length === 0))
@@ -152,8 +156,8 @@ export async function exportRecords(client: ServiceClient, options: ExportOption
         if (kind === 'product') await pipeline(createReadStream(path.join(spool!, 'related.ndjson')), out, { end: false });
       }
       const notes = [
-        links > 0 ? `${formatCount(links)} link lines` : '',
-        stubs > 0 ? `${formatCount(stubs)} stubs skipped (the lines naming them bring them back)` : '',
+        links > 0 ? countOf(links, 'link line') : '',
+        stubs > 0 ? `${countOf(stubs, 'stub')} skipped (the lines naming them bring them back)` : '',
         ...[...dropped].map(([field, count]) => `${field} of ${formatCount(count)} not carried (bulk lines cannot hold it)`),
         ...carriedBy
           .filter(([field]) => uncarried.has(field))
@@ -163,11 +167,13 @@ export async function exportRecords(client: ServiceClient, options: ExportOption
           ),
         problems.length > 0 ? `${formatCount(problems.length)} could not be written as lines` : '',
       ].filter(Boolean);
-      terminal.stderr.write(`${kind}: ${formatCount(lines)} lines${notes.length ? `; ${notes.join('; ')}` : ''}\n`);
-      for (const problem of problems.slice(0, 10)) terminal.stderr.write(`  ${problem}\n`);
+      progress.note(`${kind}: ${countOf(lines, 'line')}${notes.length ? `; ${notes.join('; ')}` : ''}`);
+      for (const problem of problems.slice(0, 10)) progress.note(`  ${problem}`);
       if (problems.length > 0) code = 1;
     }
+    finished = true;
   } finally {
+    progress.stop(finished);
     if (spool) await rm(spool, { recursive: true, force: true });
   }
   if (options.output) {

@@ -1,22 +1,7 @@
+import { type BulkJob, bulkPath, jobFailed } from './bulk-job.js';
 import { formatCount } from './progress.reporter.js';
-import { bulkPath, type Terminal } from './push.command.js';
 import { errorText, type ServiceClient } from './service.client.js';
-
-/** A bulk job as GET .../bulk/{id} answers it (list items leave out `errors`). */
-export interface BulkJob {
-  id: string;
-  status: 'queued' | 'running' | 'completed' | 'failed';
-  lines: number;
-  lines_stored: number;
-  lines_applied: number;
-  saved: number;
-  failed: number;
-  error: string | null;
-  errors: Array<{ line: number; error: unknown }>;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-}
+import type { Terminal } from './terminal.js';
 
 type JobSummary = Omit<BulkJob, 'errors'>;
 
@@ -62,7 +47,10 @@ export async function listJobs(
   return 0;
 }
 
-/** One job with its counts and first errors; --json prints it as the service answers it. */
+/**
+ * One job with its counts and first errors; --json prints it as the service answers it.
+ * @returns 1 when lines of the job (or the job) failed, as push of the same file does; else 0.
+ */
 export async function showJob(
   client: ServiceClient,
   id: string,
@@ -72,7 +60,7 @@ export async function showJob(
   const { bulk_job: job } = await client.getJson<{ bulk_job: BulkJob }>(bulkPath(options.language, `/${encodeURIComponent(id)}`));
   if (options.json) {
     terminal.stdout.write(`${JSON.stringify(job)}\n`);
-    return 0;
+    return jobFailed(job) ? 1 : 0;
   }
   const fields: Array<[string, string | null]> = [
     ['job', job.id],
@@ -93,5 +81,5 @@ export async function showJob(
     terminal.stdout.write(
       `... ${formatCount(job.failed - job.errors.length)} more: push with --errors-to FILE, or GET ${bulkPath(options.language, `/${job.id}/errors`)}\n`,
     );
-  return 0;
+  return jobFailed(job) ? 1 : 0;
 }

@@ -2,8 +2,9 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { EVENT_KINDS, isStoredKind, RECORD_KINDS, STORED_KINDS, type StoredKind } from '../catalogue/record-kinds.js';
 import { exportRecords } from './export.command.js';
 import { listJobs, showJob } from './jobs.command.js';
-import { push, type Terminal } from './push.command.js';
+import { push } from './push.command.js';
 import { ClientError, ServiceClient } from './service.client.js';
+import type { Terminal } from './terminal.js';
 
 /*
  * commerce-sync: the shop's command line for the service. It talks to the
@@ -51,6 +52,19 @@ export function buildProgram(terminal: Terminal, run: (code: number) => void): C
     return new ServiceClient({ url: options.url, clientId: options.clientId, clientSecret: options.clientSecret });
   };
   const language = () => new Option('-l, --language <id>', 'the language (its id, e.g. nl)').makeOptionMandatory();
+
+  // Commander's own help command prints the usage for `help <unknown>` without saying the name is unknown.
+  program.helpCommand(false);
+  program
+    .command('help')
+    .description('display help for command')
+    .argument('[command]', 'the command to describe')
+    .action((name?: string) => {
+      if (name === undefined) program.help();
+      const command = program.commands.find((each) => each.name() === name);
+      if (command) command.help();
+      else program.error(`error: unknown command '${name}'`, { code: 'commander.unknownCommand', exitCode: EXIT_USAGE });
+    });
 
   program
     .command('push')
@@ -139,6 +153,7 @@ export function buildProgram(terminal: Terminal, run: (code: number) => void): C
     .argument('<id>', 'the job id')
     .addOption(language())
     .option('--json', 'the job as the service answers it')
+    .addHelpText('after', '\nExits 1 when any line of the job failed (or the job did), as push of the same file does.')
     .action(async (id: string, options: { language: string; json?: boolean }) =>
       run(await showJob(client(), id, { language: options.language, json: Boolean(options.json) }, terminal)),
     );

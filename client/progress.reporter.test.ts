@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createReporter, figures, formatDuration, progressLine } from './progress.reporter.js';
+import { countOf, createExportReporter, createReporter, figures, formatDuration, progressLine } from './progress.reporter.js';
 
 describe('when progress figures are computed', () => {
   it('should give the rate over the recent window and the time left at that rate', () => {
@@ -52,5 +52,51 @@ describe('when progress is reported without a terminal', () => {
       `${progressLine(job(2_000, 'completed'), 2_000 / 3, 0, 3)}\n`,
     ]);
     expect(written[1]).toBe('[   2.5s] running: 1,000/2,000 lines applied, 1,500 stored, 400 lines/s, ETA 3s, 3 failed\n');
+  });
+});
+
+describe('when an export reports its progress', () => {
+  const capture = () => {
+    const written: string[] = [];
+    return { written, stream: { write: (text: string) => written.push(text) } as unknown as NodeJS.WriteStream };
+  };
+
+  it('should write only the notes without a terminal', () => {
+    const { written, stream } = capture();
+    const reporter = createExportReporter(stream, { tty: false });
+    reporter.add('product', 250);
+    reporter.note('product: 250 lines');
+    reporter.stop(true);
+    expect(written).toEqual(['product: 250 lines\n']);
+  });
+
+  it('should redraw one line on a terminal, keep the notes above it, and leave the total', () => {
+    let clock = 0;
+    const { written, stream } = capture();
+    const reporter = createExportReporter(stream, { tty: true, intervalMs: 200, now: () => clock });
+    clock = 1_000;
+    reporter.add('product', 250);
+    clock = 1_100;
+    reporter.add('product', 250);
+    clock = 2_000;
+    reporter.add('product', 1);
+    reporter.note('product: 501 lines');
+    reporter.stop(true);
+    expect(written).toEqual([
+      '\r\u001b[Kexporting product: 250 records so far, 250 records/s',
+      '\r\u001b[Kexporting product: 501 records so far, 251 records/s',
+      '\r\u001b[Kproduct: 501 lines\n',
+      '\r\u001b[Kexporting product: 501 records so far, 251 records/s',
+      '\r\u001b[Kexported 501 records in 2s (251 records/s)\n',
+    ]);
+  });
+
+  it.each([
+    [0, '0 lines'],
+    [1, '1 line'],
+    [2, '2 lines'],
+    [1_000, '1,000 lines'],
+  ])('should count %s as %s', (value, text) => {
+    expect(countOf(value, 'line')).toBe(text);
   });
 });

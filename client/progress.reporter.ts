@@ -28,6 +28,8 @@ export function figures(samples: readonly Sample[], total: number, windowMs = 10
 
 const number = new Intl.NumberFormat('en-US');
 export const formatCount = (value: number) => number.format(Math.round(value));
+/** A count with its noun, singular for one: `1 line`, `2 lines`. */
+export const countOf = (value: number, one: string, many = `${one}s`) => `${formatCount(value)} ${Math.round(value) === 1 ? one : many}`;
 
 export function formatDuration(seconds: number | null): string {
   if (seconds === null || !Number.isFinite(seconds)) return '--';
@@ -40,14 +42,20 @@ export function formatDuration(seconds: number | null): string {
 /** One progress line for a log (no terminal): the same figures as the bar. */
 export function progressLine(job: JobSnapshot, rate: number, etaSeconds: number | null, elapsedSeconds: number): string {
   return (
-    `[${elapsedSeconds.toFixed(1).padStart(6)}s] ${job.status}: ${formatCount(job.lines_applied)}/${formatCount(job.lines)} lines applied, ` +
+    `[${elapsedSeconds.toFixed(1).padStart(6)}s] ${job.status}: ${formatCount(job.lines_applied)}/${countOf(job.lines, 'line')} applied, ` +
     `${formatCount(job.lines_stored)} stored, ${formatCount(rate)} lines/s, ETA ${formatDuration(etaSeconds)}, ${formatCount(job.failed)} failed`
   );
 }
 
+/** The figures a progress update showed: the final summary repeats them. */
+export interface Shown {
+  rate: number;
+  elapsedSeconds: number;
+}
+
 export interface ProgressReporter {
   uploading(sentBytes: number, totalBytes: number): void;
-  update(job: JobSnapshot): void;
+  update(job: JobSnapshot): Shown;
   stop(): void;
 }
 
@@ -94,14 +102,16 @@ export function createReporter(
       },
       update(job) {
         const { rate, etaSeconds } = record(job);
+        const unit = job.lines === 1 ? 'line applied' : 'lines applied';
         const detail = `${formatCount(job.lines_stored)} stored | ${formatCount(rate)} lines/s | ETA ${formatDuration(etaSeconds)} | ${formatCount(job.failed)} failed | ${job.status}`;
         if (phase !== 'job') {
           if (phase === 'upload') bar.stop();
-          bar.start(Math.max(job.lines, 1), job.lines_applied, { phase: 'applying', unit: 'lines applied', detail });
+          bar.start(Math.max(job.lines, 1), job.lines_applied, { phase: 'applying', unit, detail });
           phase = 'job';
         }
         bar.setTotal(Math.max(job.lines, 1));
-        bar.update(job.lines_applied, { detail });
+        bar.update(job.lines_applied, { detail, unit });
+        return { rate, elapsedSeconds: (now() - started) / 1000 };
       },
       stop() {
         if (phase !== 'none') bar.stop();
@@ -121,16 +131,75 @@ export function createReporter(
     },
     update(job) {
       const { rate, etaSeconds } = record(job);
-      const line = progressLine(job, rate, etaSeconds, (now() - started) / 1000);
+      const elapsedSeconds = (now() - started) / 1000;
+      const line = progressLine(job, rate, etaSeconds, elapsedSeconds);
       if (now() - lastPrinted >= interval) {
         stream.write(`${line}\n`);
         lastPrinted = now();
         pending = undefined;
       } else pending = line;
+      return { rate, elapsedSeconds };
     },
     stop() {
       // The last state is always shown.
       if (pending) stream.write(`${pending}\n`);
+    },
+  };
+}
+
+export interface ExportReporter {
+  /** `count` more records of `kind` are read. */
+  add(kind: string, count: number): void;
+  /** A line that stays (a kind's summary), above the progress line on a terminal. */
+  note(text: string): void;
+  /** The last state stays on a terminal: records in all, how long, and the rate; an export that broke off only clears its line. */
+  stop(finished: boolean): void;
+}
+
+/**
+ * Export progress on stderr: on a terminal one line redrawn in place (at most
+ * every `intervalMs`) with the records so far and their rate; otherwise only
+ * the notes, so that a log gets no progress noise.
+ */
+export function createExportReporter(
+  stream: NodeJS.WriteStream,
+  options: { tty: boolean; intervalMs?: number; now?: () => number },
+): ExportReporter {
+  if (!options.tty)
+    return {
+      add() {},
+      note: (text) => stream.write(`${text}\n`),
+      stop() {},
+    };
+  const now = options.now ?? Date.now;
+  const interval = options.intervalMs ?? 200;
+  const started = now();
+  let records = 0;
+  let current = '';
+  let drawn = Number.NEGATIVE_INFINITY;
+  // Records over the whole time so far: the figure the last line keeps.
+  const rate = () => records / Math.max((now() - started) / 1000, 0.001);
+  const line = () => `exporting ${current}: ${countOf(records, 'record')} so far, ${formatCount(rate())} records/s`;
+  const draw = (text: string) => {
+    stream.write(`\r\u001b[K${text}`);
+    drawn = now();
+  };
+  return {
+    add(kind, count) {
+      records += count;
+      current = kind;
+      if (now() - drawn >= interval) draw(line());
+    },
+    note(text) {
+      stream.write(`\r\u001b[K${text}\n`);
+      if (current) draw(line());
+    },
+    stop(finished) {
+      if (!finished) {
+        stream.write('\r\u001b[K');
+        return;
+      }
+      draw(`exported ${countOf(records, 'record')} in ${formatDuration((now() - started) / 1000)} (${formatCount(rate())} records/s)\n`);
     },
   };
 }

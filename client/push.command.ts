@@ -3,9 +3,11 @@ import { open, stat } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { BulkJob } from './jobs.command.js';
-import { createReporter, formatCount, formatDuration } from './progress.reporter.js';
+import { createGunzip } from 'node:zlib';
+import { type BulkJob, bulkPath, jobFailed } from './bulk-job.js';
+import { countOf, createReporter, formatCount, formatDuration } from './progress.reporter.js';
 import { ClientError, errorText, type ServiceClient } from './service.client.js';
+import type { Terminal } from './terminal.js';
 
 export interface PushOptions {
   language: string;
@@ -18,13 +20,25 @@ export interface PushOptions {
   pollMs: number;
 }
 
-export interface Terminal {
-  stdout: NodeJS.WriteStream;
-  stderr: NodeJS.WriteStream;
-}
-
 /** How many line errors are printed when lines failed (all of them with --errors-to). */
 const FIRST_ERRORS = 10;
+
+/** Whether the file (decoded, when it is gzip) holds anything but white space, i.e. at least one line to send. */
+async function hasLines(file: string, gzip: boolean): Promise<boolean> {
+  const source = createReadStream(file);
+  const decoded = gzip ? source.pipe(createGunzip()) : source;
+  source.on('error', (error) => decoded.destroy(error));
+  try {
+    // Only as far as the first byte that is not white space: a whole file is read only when it is blank.
+    for await (const chunk of decoded as AsyncIterable<Buffer>) if (/\S/.test(chunk.toString('latin1'))) return true;
+    return false;
+  } catch (error) {
+    throw new ClientError(`cannot read ${file}: ${(error as Error).message}`);
+  } finally {
+    source.destroy();
+    decoded.destroy();
+  }
+}
 
 async function isGzip(file: string): Promise<boolean> {
   const handle = await open(file, 'r');
@@ -35,10 +49,6 @@ async function isGzip(file: string): Promise<boolean> {
     await handle.close();
   }
 }
-
-/** The language's bulk endpoints; jobs of both interfaces are read through v1's. */
-export const bulkPath = (language: string, rest = '', api: 'v1' | 'v2' = 'v1') =>
-  `/api/${api}/languages/${encodeURIComponent(language)}/bulk${rest}`;
 
 /**
  * Streams the file to the language's bulk endpoint, then follows the job
@@ -51,8 +61,12 @@ export async function push(client: ServiceClient, file: string, options: PushOpt
       throw new ClientError(`cannot read ${file}: no such file`);
     })
   ).size;
+  const gzip = await isGzip(file);
+  // A file without lines would make a job of nothing that reads as done: it is refused before anything is sent (interface §26.4).
+  if (!(await hasLines(file, gzip))) throw new ClientError(`${file} holds no lines: nothing to push, no job made`);
+  // Refused credentials are told before the upload starts, without progress lines first.
+  await client.authenticate();
   const reporter = createReporter(terminal.stderr, { tty: Boolean(terminal.stderr.isTTY) });
-  const started = Date.now();
 
   // Bytes read from the file drive the upload progress (compressed bytes for a .gz file).
   let sent = 0;
@@ -68,7 +82,7 @@ export async function push(client: ServiceClient, file: string, options: PushOpt
   source.on('error', (error) => counter.destroy(error));
   // A .gz file travels compressed; the service decodes it as it arrives.
   const headers: Record<string, string> = { 'content-type': 'application/x-ndjson' };
-  if (await isGzip(file)) headers['content-encoding'] = 'gzip';
+  if (gzip) headers['content-encoding'] = 'gzip';
 
   const answer = await client.postStream(bulkPath(options.language, '', options.api), counter, headers);
   if (answer.status !== 202) {
@@ -81,17 +95,18 @@ export async function push(client: ServiceClient, file: string, options: PushOpt
   if (!options.wait) {
     reporter.stop();
     terminal.stdout.write(
-      options.json ? `${JSON.stringify(job)}\n` : `uploaded ${file}: job ${job.id} (${formatCount(job.lines)} lines) ${job.status}\n`,
+      options.json ? `${JSON.stringify(job)}\n` : `uploaded ${file}: job ${job.id} (${countOf(job.lines, 'line')}) ${job.status}\n`,
     );
     return 0;
   }
 
+  let shown = { rate: 0, elapsedSeconds: 0 };
   const interrupted = new AbortController();
   const onSignal = () => interrupted.abort();
   process.once('SIGINT', onSignal);
   try {
     for (;;) {
-      reporter.update(job);
+      shown = reporter.update(job);
       if (job.status === 'failed' || (job.status === 'completed' && job.lines_applied >= job.lines)) break;
       try {
         await sleep(options.pollMs, undefined, { signal: interrupted.signal });
@@ -113,27 +128,25 @@ export async function push(client: ServiceClient, file: string, options: PushOpt
     await pipeline(Readable.fromWeb(response.body as never), createWriteStream(options.errorsTo));
   }
 
-  const seconds = (Date.now() - started) / 1000;
+  // The time and rate of the last progress line, so the two never disagree.
   if (options.json) terminal.stdout.write(`${JSON.stringify(job)}\n`);
   else
     terminal.stdout.write(
-      `${file} -> ${options.language}: job ${job.id} ${job.status}: ${formatCount(job.lines)} lines, ${formatCount(job.saved)} saved, ` +
-        `${formatCount(job.failed)} failed, in ${formatDuration(seconds)} (${formatCount(job.lines / Math.max(seconds, 0.001))} lines/s)\n`,
+      `${file} -> ${options.language}: job ${job.id} ${job.status}: ${countOf(job.lines, 'line')}, ${formatCount(job.saved)} saved, ` +
+        `${formatCount(job.failed)} failed, in ${formatDuration(shown.elapsedSeconds)} (${formatCount(shown.rate)} lines/s)\n`,
     );
+  if (!jobFailed(job)) return 0;
   if (job.status === 'failed') {
     terminal.stderr.write(`the job failed: ${job.error ?? 'no reason given'}\n`);
     return 1;
   }
-  if (job.failed > 0) {
-    const shown = job.errors.slice(0, FIRST_ERRORS);
-    terminal.stderr.write(`${formatCount(job.failed)} ${job.failed === 1 ? 'line' : 'lines'} failed; the first ${shown.length}:\n`);
-    for (const item of shown) terminal.stderr.write(`  line ${item.line}: ${errorText(item.error, 400)}\n`);
-    terminal.stderr.write(
-      options.errorsTo
-        ? `all of them are in ${options.errorsTo}\n`
-        : `all of them: --errors-to FILE, or commerce-sync job ${job.id} --language ${options.language}\n`,
-    );
-    return 1;
-  }
-  return 0;
+  const first = job.errors.slice(0, FIRST_ERRORS);
+  terminal.stderr.write(`${countOf(job.failed, 'line')} failed; the first ${first.length}:\n`);
+  for (const item of first) terminal.stderr.write(`  line ${item.line}: ${errorText(item.error, 400)}\n`);
+  terminal.stderr.write(
+    options.errorsTo
+      ? `all of them are in ${options.errorsTo}\n`
+      : `all of them: --errors-to FILE, or commerce-sync job ${job.id} --language ${options.language}\n`,
+  );
+  return 1;
 }

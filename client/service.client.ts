@@ -60,6 +60,11 @@ export class ServiceClient {
     }
   }
 
+  /** Gets the token now, so that refused credentials are told before anything else starts (an upload, its progress). */
+  async authenticate(): Promise<void> {
+    await this.accessToken();
+  }
+
   private async accessToken(): Promise<string> {
     if (this.token) return this.token;
     const basic = Buffer.from(`${encodeURIComponent(this.connection.clientId)}:${encodeURIComponent(this.connection.clientSecret)}`);

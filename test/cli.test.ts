@@ -167,6 +167,13 @@ describe('when the CLI is pointed at a database it must not use', { timeout: 4 *
     expect(await query(`${POSTGRES_URL}/${empty}`, "SELECT to_regclass('clients') AS t")).toEqual([{ t: null }]);
   });
 
+  it('should name an unknown command, before looking at the database', async () => {
+    const result = await cliOn(missing, 'frobnicate', '--account', 'x');
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/^unknown command 'frobnicate'\nUsage: npm run --silent cli -- <command>/);
+  });
+
   it.each([['--help'], ['-h'], ['help'], ['create-client', '--help']])('should print the usage and exit 0 for %s', async (...args) => {
     const result = await cliOn(missing, ...args);
     expect(result.code).toBe(0);

@@ -133,7 +133,8 @@ beforeAll(async () => {
       body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
     })
   ).body.access_token as string;
-  for (const language of ['nl', 'copy', 'errors', 'zipped', 'tty', 'v2', 'v2-source', 'v2-copy']) await createLanguage(language, token);
+  for (const language of ['nl', 'copy', 'errors', 'zipped', 'tty', 'v2', 'v2-source', 'v2-copy', 'empty', 'one'])
+    await createLanguage(language, token);
   directory = await mkdtemp(path.join(os.tmpdir(), 'commerce-sync-'));
 });
 
@@ -162,6 +163,9 @@ describe('when a shop pushes a file and exports it back', { timeout: 4 * CLI_TIM
     expect(progress.at(-1)).toMatch(
       new RegExp(`^\\[ *[\\d.]+s\\] completed: ${lines.length}/${lines.length} lines applied, ${lines.length} stored, `),
     );
+    // The summary repeats the time and rate of the last progress line.
+    const [, elapsed, rate] = progress.at(-1)!.match(/^\[ *([\d.]+)s\] .*, ([\d,]+) lines\/s, /)!;
+    expect(run.stdout).toContain(`in ${Math.ceil(Number(elapsed))}s (${rate} lines/s)`);
     // No terminal escapes (cursor moves, colours) in a log.
     expect(run.stderr).not.toContain('\u001b[');
     // Effects are there when it returns: the links of the last product.
@@ -192,6 +196,9 @@ describe('when a shop pushes a file and exports it back', { timeout: 4 * CLI_TIM
       shopping_cart: count('shopping_cart'),
     }).toEqual({ brand: 5, category: 10, product: 600, variant: 49, review: 20, profile: 20, order: 20, shopping_cart: 1 });
     expect(run.stderr).toContain('product: 600 lines');
+    // Without a terminal only the summary of each kind: no progress line, no carriage returns.
+    for (const line of run.stderr.trim().split('\n')) expect(line).toMatch(/^(\w+: [\d,]+ lines?(;.*)?| {2}.*)$/);
+    expect(run.stderr).not.toMatch(/\r|records\/s/);
     // Kinds come in the order push needs, categories parents first.
     expect(exported.indexOf('"category":{"id":"C0"')).toBeLessThan(exported.indexOf('"category":{"id":"C9"'));
     expect(exported.indexOf('{"category"')).toBeLessThan(exported.indexOf('{"product"'));
@@ -265,11 +272,45 @@ describe('when lines of a pushed file fail', { timeout: 2 * CLI_TIMEOUT }, () =>
     expect(table.stdout).toContain(job.id);
     expect(table.stderr).toContain('page 1 of 1 (1 job)');
 
+    // Lines failed: non-zero, as the push of the file was.
     const shown = await commerceSync(['job', job.id, '--language', 'errors']);
-    expect(shown.code).toBe(0);
+    expect(shown.code).toBe(1);
     expect(shown.stdout).toContain(`job:      ${job.id}`);
     expect(shown.stdout).toContain('failed:   13');
     expect(shown.stdout).toContain('line 14: Malformed JSON on this line');
+    const json = await commerceSync(['job', job.id, '--language', 'errors', '--json']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ id: job.id, failed: 13 });
+  });
+});
+
+describe('when every line of a job is saved', { timeout: CLI_TIMEOUT }, () => {
+  it('should say `1 line` for one, and `job` should exit 0 for it', async () => {
+    const run = await commerceSync(['push', await file('one.ndjson', ['{"category":{"id":"C1","name":"One"}}']), '-l', 'one']);
+    expect(run, run.stderr).toMatchObject({ code: 0 });
+    expect(run.stdout).toMatch(/ completed: 1 line, 1 saved, 0 failed, in /);
+    expect(run.stderr.trim().split('\n').at(-1)).toMatch(/ completed: 1\/1 line applied, 1 stored, /);
+    const id = run.stdout.match(/job ([0-9a-f-]{36})/)![1]!;
+    const shown = await commerceSync(['job', id, '-l', 'one']);
+    expect(shown, shown.stderr).toMatchObject({ code: 0 });
+    expect(shown.stdout).toContain('failed:   0');
+  });
+});
+
+describe('when a file without lines is pushed', { timeout: 2 * CLI_TIMEOUT }, () => {
+  it.each<[string, string | Buffer]>([
+    ['empty.ndjson', ''],
+    ['blank.ndjson', '\n\n  \n'],
+    ['empty.ndjson.gz', gzipSync('')],
+  ])('should refuse %s before uploading, and make no job', async (name, content) => {
+    const target = path.join(directory, name);
+    await writeFile(target, content);
+    const run = await commerceSync(['push', target, '-l', 'empty']);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(`commerce-sync: ${target} holds no lines: nothing to push, no job made\n`);
+    const jobs = await commerceSync(['jobs', '-l', 'empty', '--json']);
+    expect(jobs, jobs.stderr).toMatchObject({ code: 0, stdout: '' });
   });
 });
 
@@ -420,6 +461,20 @@ describe('when a shop pushes from a terminal', { timeout: 2 * CLI_TIMEOUT }, () 
     execFileSync('tmux', ['kill-session', '-t', session], { stdio: 'ignore' });
   });
 
+  /** Runs `command` in the session, waits for its exit marker, and answers the screen (kept in the artefacts as `name`). */
+  async function onScreen(command: string, marker: string, name: string): Promise<string> {
+    execFileSync('tmux', ['send-keys', '-t', session, `clear; ${command}; echo "${marker}=$?"`, 'Enter']);
+    let frame = '';
+    const deadline = Date.now() + CLI_TIMEOUT;
+    while (!new RegExp(`${marker}=\\d+`).test(frame) && Date.now() < deadline) {
+      await sleep(250);
+      frame = execFileSync('tmux', ['capture-pane', '-p', '-t', session], { encoding: 'utf8' });
+    }
+    await mkdir(ARTIFACTS, { recursive: true });
+    await writeFile(path.join(ARTIFACTS, name), frame);
+    return frame;
+  }
+
   it('should draw a progress bar with lines applied, rate and ETA, and leave the last frame on screen', async () => {
     const source = await file('tty.ndjson', catalogue(1_000));
     // Credentials in the session's environment, so the captured frame shows the command as a shop types it.
@@ -439,6 +494,22 @@ describe('when a shop pushes from a terminal', { timeout: 2 * CLI_TIMEOUT }, () 
       /applying █+ 100% \| 1,127\/1,127 lines applied \| 1,127 stored \| [\d,]+ lines\/s \| ETA 0s \| 0 failed \| completed/,
     );
     expect(frame).toMatch(/uploading █+ 100% \|/);
+  });
+
+  it('should show the records exported so far and their rate while it exports, and leave the total', async () => {
+    const raw = path.join(directory, 'export-tty.raw');
+    // Everything written to the terminal, including the lines later drawn over.
+    execFileSync('tmux', ['pipe-pane', '-o', '-t', session, `cat >> ${raw}`]);
+    const target = path.join(directory, 'export-tty.ndjson');
+    const frame = await onScreen(`node bin/commerce-sync.mjs export -l tty -o ${target}`, 'EXPORT_EXIT', 'commerce-sync-export-tty.txt');
+    execFileSync('tmux', ['pipe-pane', '-t', session]);
+    expect(frame).toContain('EXPORT_EXIT=0');
+    expect(frame).toContain('product: 1,000 lines');
+    expect(frame).toMatch(/^exported 1,125 records in \d+s \([\d,]+ records\/s\)$/m);
+    const written = await readFile(raw, 'utf8');
+    // Redrawn in place: a carriage return and an erase of the line before each.
+    expect(written).toContain('\r\u001b[Kexporting product: ');
+    expect(written).toMatch(/exporting product: [\d,]+ records so far, [\d,]+ records\/s/);
   });
 });
 
@@ -496,12 +567,26 @@ describe('when the command line is used wrongly or cannot reach the service', { 
     ['a missing file', ['push', 'no-such.ndjson', '-l', 'nl'], () => credentials, /^commerce-sync: cannot read no-such\.ndjson/],
     ['a missing --language', ['export'], () => credentials, /required option '-l, --language <id>' not specified/],
     ['an unknown kind', ['export', '-l', 'nl', '-k', 'widget'], () => credentials, /kind must be one of brand, category/],
+    ['an unknown command', ['frob'], () => credentials, /^error: unknown command 'frob'$/m],
+    ['help for an unknown command', ['help', 'frob'], () => credentials, /^error: unknown command 'frob'$/m],
   ])('should print one line and exit 2 for %s', async (_case, args, environment, message) => {
     const run = await commerceSync(args, environment());
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(message);
     expect(run.stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe('when a file is pushed with a wrong secret', { timeout: CLI_TIMEOUT }, () => {
+  it('should say the credentials were refused, and nothing of an upload before', async () => {
+    const source = await file('refused.ndjson', catalogue(50));
+    const run = await commerceSync(['push', source, '-l', 'nl'], { ...credentials, SYNC_CLIENT_SECRET: 'wrong' });
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(
+      'commerce-sync: the service refused the client credentials (--client-id/--client-secret or SYNC_CLIENT_ID/SYNC_CLIENT_SECRET)\n',
+    );
   });
 });
 

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import Router from '@koa/router';
 import type { AppContext, AppState } from '../context.js';
-import { buildOpenApiDocument, type OpenApiDocument } from '../openapi.js';
+import { buildOpenApiDocument } from '../openapi.js';
 
 const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 
@@ -71,11 +71,12 @@ const ROOT_PAGE = `<!doctype html>
 /** /openapi.json, and /docs rendering it with Swagger UI assets served from node_modules; `/` links to both. */
 export function docsRouter() {
   const router = new Router<AppState>();
-  let document: OpenApiDocument | undefined;
+  let document: string | undefined;
 
   router.get('/openapi.json', (ctx: AppContext) => {
-    // Built on first use, after every router module has registered its paths.
-    document ??= buildOpenApiDocument();
+    // Built and serialised on first use, after every router module has registered its paths.
+    document ??= JSON.stringify(buildOpenApiDocument());
+    ctx.type = 'application/json';
     ctx.body = document;
   });
 
