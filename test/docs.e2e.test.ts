@@ -32,13 +32,14 @@ describe('when a person opens /docs in a browser', () => {
   it('should render every tag and the token operation from /openapi.json', async () => {
     const response = await page.goto(`${env.baseUrl}/docs`);
     expect(response?.status()).toBe(200);
-    await expect.poll(() => page.locator('.opblock').count(), { timeout: 15_000 }).toBeGreaterThan(20);
+    // Swagger UI lays out a large document: on a loaded 2-core machine that takes tens of seconds.
+    await expect.poll(() => page.locator('.opblock').count(), { timeout: 75_000 }).toBeGreaterThan(20);
     for (const tag of ['oauth', 'v1', 'admin', 'operations']) {
       expect(await page.locator(`.opblock-tag[data-tag="${tag}"]`).count(), tag).toBe(1);
     }
     expect(await page.getByText('/oauth/token', { exact: true }).first().isVisible()).toBe(true);
     await page.screenshot({ path: path.join(ARTIFACTS, 'docs.png') });
-  });
+  }, 120_000);
 
   it('should load nothing from another site', () => {
     expect(offSite).toEqual([]);
