@@ -251,6 +251,30 @@ describe('when a reader waits', () => {
   });
 });
 
+describe('when more readers wait than the API has database connections', () => {
+  it('should hold none of them while waiting, answer other requests meanwhile, and wake every reader', async () => {
+    const shop = await settledShop();
+    const head = (await changes(shop, '?from=now')).body.meta.next_cursor;
+    // The API's pool has 10 connections: 15 readers each holding one would leave none for reading the language below.
+    let answered = 0;
+    const readers = Array.from({ length: 15 }, () =>
+      changes(shop, `?after=${head}&wait=30`).then((response) => {
+        answered += 1;
+        return response;
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const language = await shop.get('');
+    expect(language.status).toBe(200);
+    expect(answered).toBe(0);
+    await shop.save('product', { id: 'wake', name: 'x' });
+    for (const response of await Promise.all(readers)) {
+      expect(response.status).toBe(200);
+      expect(response.body.data.map((entry: Entry) => entry.record_id)).toEqual(['wake']);
+    }
+  });
+});
+
 describe('when parameters are wrong', () => {
   it.each([
     ['?limit=0', ['limit']],
