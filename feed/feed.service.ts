@@ -7,11 +7,11 @@ import { requireLanguage } from '../records/language.service.js';
 import { CursorExpiredError } from './feed.errors.js';
 import { type FeedRead, feedHead, readEntriesAfter } from './feed.reader.js';
 import { removedThrough } from './feed.repository.js';
-import { type FeedPage, type FeedQuery, feedQuerySchema } from './feed.schema.js';
+import { type FeedQuery, feedQuerySchema } from './feed.schema.js';
 import type { FeedWaiter } from './feed.waiter.js';
 import { encodeFeedCursor } from './feed-cursor.js';
-import { toFeedEntries } from './feed-entries.js';
-import { withRecords } from './feed-records.js';
+import { feedPageJson } from './feed-page.js';
+import { currentRecords } from './feed-records.js';
 
 export interface FeedContext {
   db: Database;
@@ -23,22 +23,21 @@ export interface FeedContext {
 /**
  * GET /api/v2/languages/{language_id}/changes (interface §22): a page of the
  * language's audit entries after the cursor, held up to `wait` seconds while
- * there are none.
+ * there are none. Answers the page's JSON text.
  * @throws {ValidationError} @throws {LanguageNotFoundError} @throws {CursorExpiredError}
  */
-export async function readChanges(context: FeedContext, languageId: string, rawQuery: Record<string, unknown>): Promise<FeedPage> {
+export async function readChanges(context: FeedContext, languageId: string, rawQuery: Record<string, unknown>): Promise<string> {
   const query = parseOrThrow(feedQuerySchema, rawQuery);
   const language = await requireLanguage(context.db, context.accountId, languageId);
   const position = { langKey: language.lang_key, languageId: language.id };
   if (query.from === 'now') {
     const head = await feedHead(context.db, language.lang_key);
-    return { data: [], meta: { next_cursor: encodeFeedCursor({ ...position, seq: head }), has_more: false } };
+    return feedPageJson([], undefined, { next_cursor: encodeFeedCursor({ ...position, seq: head }), has_more: false });
   }
   const after = await startOf(context.db, language, query);
   const read = await readWaiting(context, { ...position, after }, query);
-  let data = await toFeedEntries(context.db, position, read.rows);
-  if (query.include === 'record') data = await withRecords(context, languageId, data);
-  return { data, meta: { next_cursor: encodeFeedCursor({ ...position, seq: read.next }), has_more: read.hasMore } };
+  const records = query.include === 'record' ? await currentRecords(context, languageId, read.rows) : undefined;
+  return feedPageJson(read.rows, records, { next_cursor: encodeFeedCursor({ ...position, seq: read.next }), has_more: read.hasMore });
 }
 
 /** The seq to read after: the cursor's, checked against the language and the retained history, or the start of it. */

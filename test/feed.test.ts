@@ -131,6 +131,18 @@ describe('when the feed is paged', () => {
     expect(after.body).toEqual({ data: [], meta: { next_cursor: rest.cursor, has_more: false } });
   });
 
+  it('should give cursors that resume after their entry, whatever characters the language id has', async () => {
+    const shop = await openShop(env, `ünïcödé-${'x'.repeat(90)}.${Date.now()}`);
+    for (const id of ['a', 'b']) await shop.save('product', { id, name: id });
+    await env.drain();
+    const all = (await changes(shop)).body.data as Entry[];
+    expect(all.map((entry) => entry.record_id)).toEqual([shop.lang, 'a', 'b']);
+    const rest = await changes(shop, `?after=${all[0]!.cursor}`);
+    expect(rest.status, rest.text).toBe(200);
+    expect(rest.body.data.map((entry: Entry) => entry.record_id)).toEqual(['a', 'b']);
+    expect(rest.body.meta.next_cursor).toBe(all[2]!.cursor);
+  });
+
   it('should default to 100 entries a page', async () => {
     const shop = await openShop(env);
     const lines = Array.from({ length: 120 }, (_, index) => JSON.stringify({ product: { id: `p${index}`, name: 'x' } })).join('\n');

@@ -15,6 +15,8 @@ export interface FeedRouteDependencies {
 export function addFeedRoutes(router: Router<AppState>, { db, reader, waiter }: FeedRouteDependencies): void {
   router.get('/languages/:language_id/changes', async (ctx: AppContext) => {
     const context = { db, reader, waiter, accountId: principalOf(ctx).accountId };
-    ctx.body = await readChanges(context, ctx.params['language_id']!, { ...ctx.query });
+    const page = await readChanges(context, ctx.params['language_id']!, { ...ctx.query });
+    ctx.type = 'application/json';
+    ctx.body = page;
   });
 }

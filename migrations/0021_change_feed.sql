@@ -8,3 +8,8 @@ CREATE TABLE audit_retention (
   removed_through bigint NOT NULL DEFAULT 0
 );
 INSERT INTO audit_retention DEFAULT VALUES;
+
+-- A feed entry names the bulk job its change came from: the job whose
+-- upload's request id the entry carries (feed/feed.repository.ts), looked up
+-- for each distinct request id of a page.
+CREATE INDEX bulk_jobs_request ON bulk_jobs (request_id) WHERE request_id IS NOT NULL;
