@@ -1,7 +1,6 @@
 import { parseOrThrow } from '../catalogue/validation.js';
 import type { Database } from '../platform/db.js';
 import { ValidationError } from '../platform/errors.js';
-import type { PreparedReader } from '../reads/prepared-read.js';
 import type { LanguageRow } from '../records/language.repository.js';
 import { requireLanguage } from '../records/language.service.js';
 import { CursorExpiredError } from './feed.errors.js';
@@ -15,7 +14,6 @@ import { currentRecords } from './feed-records.js';
 
 export interface FeedContext {
   db: Database;
-  reader: PreparedReader;
   waiter: FeedWaiter;
   accountId: number;
 }
@@ -36,7 +34,7 @@ export async function readChanges(context: FeedContext, languageId: string, rawQ
   }
   const after = await startOf(context.db, language, query);
   const read = await readWaiting(context, { ...position, after }, query);
-  const records = query.include === 'record' ? await currentRecords(context, languageId, read.rows) : undefined;
+  const records = query.include === 'record' ? await currentRecords(context.db, language, read.rows) : undefined;
   return feedPageJson(read.rows, records, { next_cursor: encodeFeedCursor({ ...position, seq: read.next }), has_more: read.hasMore });
 }
 

@@ -222,6 +222,22 @@ describe('when records are included', () => {
     ]);
     expect((await changes(shop, '?kinds=product')).body.data[0]).not.toHaveProperty('record');
   });
+
+  it('should show every kind with its lists, and the language for its own entries', async () => {
+    const shop = await openShop(env);
+    await shop.save('category', { id: 'c1', name: 'C' });
+    await shop.v1('product', { id: 'p1', name: 'P', category_ids: ['c1', 'c2'] });
+    await env.drain();
+    const page = await changes(shop, '?include=record');
+    const records = new Map<string, unknown>();
+    for (const entry of page.body.data as Entry[]) records.set(`${entry.kind}/${entry.record_id}`, entry.record);
+    expect(records.get(`language/${shop.lang}`)).toEqual((await shop.get('')).body);
+    expect(records.get('product/p1')).toEqual((await shop.get('/products/p1')).body);
+    expect(records.get('category/c1')).toEqual((await shop.get('/categories/c1')).body);
+    // c2 was created as a stub by the product's categories.
+    expect(records.get('category/c2')).toEqual((await shop.get('/categories/c2')).body);
+    expect((page.body.data as Entry[]).map((entry) => entry.action)).toContain('stub');
+  });
 });
 
 /** A shop whose language's own entry is applied: `from=now` is then after it. */

@@ -2,19 +2,17 @@ import type Router from '@koa/router';
 import { readChanges } from '../../feed/feed.service.js';
 import type { FeedWaiter } from '../../feed/feed.waiter.js';
 import type { Database } from '../../platform/db.js';
-import type { PreparedReader } from '../../reads/prepared-read.js';
 import { type AppContext, type AppState, principalOf } from '../context.js';
 
 export interface FeedRouteDependencies {
   db: Database;
-  reader: PreparedReader;
   waiter: FeedWaiter;
 }
 
 /** GET /api/v2/languages/{language_id}/changes: the language's change feed (interface §22). */
-export function addFeedRoutes(router: Router<AppState>, { db, reader, waiter }: FeedRouteDependencies): void {
+export function addFeedRoutes(router: Router<AppState>, { db, waiter }: FeedRouteDependencies): void {
   router.get('/languages/:language_id/changes', async (ctx: AppContext) => {
-    const context = { db, reader, waiter, accountId: principalOf(ctx).accountId };
+    const context = { db, waiter, accountId: principalOf(ctx).accountId };
     const page = await readChanges(context, ctx.params['language_id']!, { ...ctx.query });
     ctx.type = 'application/json';
     ctx.body = page;

@@ -114,7 +114,7 @@ export function v2Router({ db, copyPool, verifier, notifier, writer, reader, wai
   });
 
   addBulkRoutes(router, { db, copyPool, notifier, uploads }, 'v2');
-  addFeedRoutes(router, { db, reader, waiter });
+  addFeedRoutes(router, { db, waiter });
 
   for (const kind of STORED_KINDS) {
     const { segment } = KINDS[kind];
