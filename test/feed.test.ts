@@ -104,10 +104,26 @@ describe('when a reader follows the cursor while writers write', () => {
       }
     })();
     const operations = generate(rng(4242), 90, undefined, { v2: true });
+    // A bulk file too, applied in its own batches beside the single writes.
+    const lines = Array.from({ length: 300 }, (_, index) =>
+      JSON.stringify({ product: { id: `b${index}`, name: 'x', category_ids: [`bc${index % 7}`] } }),
+    );
+    const upload = env.request('POST', `/api/v1/languages/${shop.lang}/bulk`, {
+      token: shop.token,
+      raw: `${lines.join('\n')}\n`,
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
     for (let start = 0; start < operations.length; start += 6) {
       const chunk = operations.slice(start, start + 6);
       await Promise.all(chunk.map((operation, offset) => send(env, shop.token, shop.lang, operation, `r-${start + offset}`)));
     }
+    const uploaded = await upload;
+    expect(uploaded.status, uploaded.text).toBe(202);
+    await pollUntil(
+      () => shop.request('GET', uploaded.headers.get('location')!),
+      (response) => response.body.bulk_job?.status === 'completed',
+      { timeoutMs: 30_000 },
+    );
     await env.drain();
     writing = false;
     await reader;
@@ -300,6 +316,23 @@ describe('when more readers wait than the API has database connections', () => {
       expect(response.status).toBe(200);
       expect(response.body.data.map((entry: Entry) => entry.record_id)).toEqual(['wake']);
     }
+  });
+});
+
+describe('when the API loses its listening connection', () => {
+  it('should still answer a waiting reader with the entry written meanwhile', async () => {
+    const shop = await settledShop();
+    const head = (await changes(shop, '?from=now')).body.meta.next_cursor;
+    const cut = await env.db.anyFirst(sql.unsafe`
+      SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+      WHERE datname = current_database() AND query = 'LISTEN audit_written'
+    `);
+    expect(cut).toEqual([true]);
+    const waiting = changes(shop, `?after=${head}&wait=30`);
+    await shop.save('product', { id: 'unheard', name: 'x' });
+    const answer = await waiting;
+    expect(answer.status).toBe(200);
+    expect(answer.body.data.map((entry: Entry) => entry.record_id)).toEqual(['unheard']);
   });
 });
 
