@@ -425,3 +425,18 @@ describe("when another account's token is used", () => {
     expect(await langKeyOf(env, shop.lang, mine.account)).not.toBe(await langKeyOf(env, shop.lang, shop.account));
   });
 });
+
+// Last: it closes the environment's API.
+describe('when the API shuts down while readers wait', () => {
+  it('should answer them at once with what there is, rather than hold the close or cut them', async () => {
+    const shop = await settledShop();
+    const head = (await changes(shop, '?from=now')).body.meta.next_cursor;
+    const waiting = changes(shop, `?after=${head}&wait=30`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const closed = env.api.close();
+    const answer = await waiting;
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ data: [], meta: { next_cursor: head, has_more: false } });
+    await closed;
+  });
+});
