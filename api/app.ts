@@ -62,6 +62,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     pages: deps.reader.pages,
     queues: deps.queues,
     logger: deps.logger,
+    waiter: deps.waiter,
   });
   const limiter = deps.config.RATE_LIMIT_ENABLED
     ? new RequestLimiter(deps.limitsRedis, {

@@ -23,7 +23,7 @@ export interface FeedWatch {
 export class FeedWaiter {
   private readonly waiting = new Map<number, Set<() => void>>();
   private listener: pg.Client | undefined;
-  private listening = false;
+  private connected = false;
   private stopped = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
 
@@ -62,7 +62,7 @@ export class FeedWaiter {
           return Promise.resolve();
         }
         return new Promise<void>((resolve) => {
-          const timer = setTimeout(done, this.listening ? ms : Math.min(ms, UNHEARD_RECHECK_MS));
+          const timer = setTimeout(done, this.connected ? ms : Math.min(ms, UNHEARD_RECHECK_MS));
           function done() {
             clearTimeout(timer);
             wake = undefined;
@@ -79,6 +79,11 @@ export class FeedWaiter {
   /** Closed: readers answer with what they have instead of waiting. */
   get closed(): boolean {
     return this.stopped;
+  }
+
+  /** Whether the LISTEN connection is up (held reads otherwise look again every second). */
+  get listening(): boolean {
+    return this.connected;
   }
 
   /** How many readers wait now (for /metrics and tests). */
@@ -100,7 +105,7 @@ export class FeedWaiter {
     if (this.stopped) return;
     const client = new pg.Client({ connectionString: this.databaseUrl });
     const retry = () => {
-      this.listening = false;
+      this.connected = false;
       // What was sent while nobody listened is lost: every reader looks again.
       this.wakeAll();
       client.removeAllListeners();
@@ -126,7 +131,7 @@ export class FeedWaiter {
       await client.connect();
       await client.query(`LISTEN ${AUDIT_WRITTEN}`);
       this.listener = client;
-      this.listening = true;
+      this.connected = true;
     } catch (error) {
       this.logger.warn({ err: (error as Error).message }, 'could not listen for audit entries; waiting readers poll');
       retry();

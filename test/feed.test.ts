@@ -1,6 +1,7 @@
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HttpResponse, startEnvironment, type TestEnvironment } from './support/harness.js';
+import { sample } from './support/metrics.js';
 import { pollUntil } from './support/poll.js';
 import { compare, generate, rng, type Sent, send } from './support/scenario.js';
 import { auditOf, langKeyOf } from './support/state.js';
@@ -307,7 +308,13 @@ describe('when more readers wait than the API has database connections', () => {
         return response;
       }),
     );
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const metrics = await pollUntil(
+      async () => (await env.request('GET', '/metrics')).text,
+      (text) => sample(text, 'sync_feed_waiting_readers') === 15,
+      { timeoutMs: 20_000 },
+    );
+    expect(sample(metrics, 'sync_feed_waiting_readers')).toBe(15);
+    expect(sample(metrics, 'sync_feed_listening')).toBe(1);
     const language = await shop.get('');
     expect(language.status).toBe(200);
     expect(answered).toBe(0);
