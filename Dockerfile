@@ -18,6 +18,7 @@ COPY sync ./sync
 COPY records ./records
 COPY reads ./reads
 COPY bulk ./bulk
+COPY feed ./feed
 COPY auth ./auth
 COPY client ./client
 COPY bin ./bin

@@ -8,6 +8,7 @@ import { RequestLimiter } from '../auth/request-limiter.js';
 import { SignInGuard } from '../auth/sign-in.guard.js';
 import { TokenIssueLimiter } from '../auth/token-issue.limiter.js';
 import type { TokenVerifier } from '../auth/token-verifier.js';
+import type { FeedWaiter } from '../feed/feed.waiter.js';
 import type { Config } from '../platform/config.js';
 import type { Database } from '../platform/db.js';
 import type { PreparedReader } from '../reads/prepared-read.js';
@@ -40,6 +41,8 @@ export interface AppDependencies {
   notifier: OutboxNotifier;
   writer: PreparedWriter;
   reader: PreparedReader;
+  /** Where the change feed's long polls wait (feed/feed.waiter.ts). */
+  waiter: FeedWaiter;
   queues: Queue[];
 }
 
@@ -60,6 +63,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     pages: deps.reader.pages,
     queues: deps.queues,
     logger: deps.logger,
+    waiter: deps.waiter,
   });
   const limiter = deps.config.RATE_LIMIT_ENABLED
     ? new RequestLimiter(deps.limitsRedis, {
@@ -129,7 +133,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
       [
         // Case-insensitive, as the routers' own matching is.
         [/^\/api\/v1(?:\/|$)/i, v1Router({ ...interfaceDeps, limiter })],
-        [/^\/api\/v2(?:\/|$)/i, v2Router({ ...interfaceDeps, reader: deps.reader, limiter })],
+        [/^\/api\/v2(?:\/|$)/i, v2Router({ ...interfaceDeps, reader: deps.reader, waiter: deps.waiter, limiter })],
         [
           TOKEN_PATH,
           oauthRouter({

@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Pool } from 'pg';
 import { Counter, Gauge, type Registry } from 'prom-client';
+import type { FeedWaiter } from '../feed/feed.waiter.js';
 import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import {
@@ -47,6 +48,7 @@ export interface ApiMetricsSources {
   pages: ListPageCache;
   queues: Queue[];
   logger: Logger;
+  waiter: FeedWaiter;
 }
 
 /** Deep pages of the v2 lists (reads/list-anchors.ts): whether they start from an anchor, and how often anchors are read. */
@@ -122,11 +124,32 @@ export function registerPageCacheMetrics(registry: Registry, pages: ListPageCach
   });
 }
 
+/** The change feed's held reads (feed/feed.waiter.ts): how many wait, and whether their listener is connected. */
+export function registerFeedMetrics(registry: Registry, waiter: FeedWaiter): void {
+  new Gauge({
+    name: 'sync_feed_waiting_readers',
+    help: 'Change feed requests of this API process held with `wait` until an entry arrives',
+    registers: [registry],
+    collect() {
+      this.set(waiter.readers);
+    },
+  });
+  new Gauge({
+    name: 'sync_feed_listening',
+    help: '1 while the change feed listener is connected; 0 while held reads look again every second instead',
+    registers: [registry],
+    collect() {
+      this.set(waiter.listening ? 1 : 0);
+    },
+  });
+}
+
 /** Everything the API's /metrics shows, in a registry of this app's own. */
-export function createApiMetrics({ db, copyPool, writePool, writerStats, readPool, pages, queues, logger }: ApiMetricsSources) {
+export function createApiMetrics({ db, copyPool, writePool, writerStats, readPool, pages, queues, logger, waiter }: ApiMetricsSources) {
   const registry = createMetricsRegistry('api');
   registerWriterMetrics(registry, writerStats);
   registerPageCacheMetrics(registry, pages);
+  registerFeedMetrics(registry, waiter);
   registerQueueMetrics(registry, queues, logger);
   registerOutboxMetrics(registry, db, logger);
   registerAnchorMetrics(registry, db);

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type Koa from 'koa';
 import pg from 'pg';
 import { TokenVerifier } from '../auth/token-verifier.js';
+import { FeedWaiter } from '../feed/feed.waiter.js';
 import type { Config } from '../platform/config.js';
 import { createDatabase } from '../platform/db.js';
 import { createLogger, type Logger } from '../platform/logger.js';
@@ -46,6 +47,9 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   limitsRedis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   const verifier = new TokenVerifier(db, config.DATABASE_URL, logger);
   await verifier.start();
+  // One LISTEN connection for every change feed request waiting in this process.
+  const waiter = new FeedWaiter(config.DATABASE_URL, logger);
+  await waiter.start();
   const queues = createQueues(
     redis,
     config.QUEUE_PREFIX,
@@ -67,6 +71,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     logger,
     verifier,
     notifier,
+    waiter,
     queues: Object.values(queues),
   });
   // Node's request timeout (300 s by default) is off: it would cut bulk uploads still sending; the guard bounds slow clients.
@@ -113,6 +118,8 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
           // No new connections; in-flight requests finish. A keep-alive connection becomes idle
           // once its response is sent, so idle ones are closed again until none is left.
           server.close(() => resolve());
+          // Held change feed reads answer now with what they have, rather than holding the close.
+          void waiter.close();
           server.closeIdleConnections();
           const sweep = setInterval(() => server.closeIdleConnections(), 50);
           const cut = setTimeout(() => server.closeAllConnections(), DRAIN_TIMEOUT_MS);

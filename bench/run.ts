@@ -26,6 +26,7 @@ import { startNewlineUploads } from '../test/support/newline-uploads.js';
 import { type PrivatePostgres, startPrivatePostgres } from '../test/support/postgres.js';
 import { freePort } from '../test/support/processes.js';
 import { CpuWatch, perUnit } from './cpu.js';
+import { readWholeFeed } from './feed-phase.js';
 import { shippedPostgresSettings } from './postgres-settings.js';
 
 /** A Postgres server to run against instead of one of the bench's own (started on docker-compose.yml's settings). */
@@ -45,8 +46,10 @@ const PROFILE_LINES = Number(process.env['BENCH_PROFILE_LINES'] ?? 200_000);
 const BULK_TIMEOUT_S = Number(process.env['BENCH_BULK_TIMEOUT_S'] ?? 300);
 const WALK_TIMEOUT_S = Number(process.env['BENCH_WALK_TIMEOUT_S'] ?? 60);
 const CATEGORIES = 1_000;
-/** Comma-separated subset of writes,uploads,bulk,profiles,reads (all by default): for profiling one phase. */
-const PHASES = new Set((process.env['BENCH_PHASES'] ?? 'writes,uploads,bulk,profiles,reads').split(','));
+/** Comma-separated subset of writes,uploads,bulk,profiles,reads,feed (all by default): for profiling one phase. */
+const PHASES = new Set((process.env['BENCH_PHASES'] ?? 'writes,uploads,bulk,profiles,reads,feed').split(','));
+/** How long the feed phase reads the bulk catalogue's history before it stops counting. */
+const FEED_TIMEOUT_S = Number(process.env['BENCH_FEED_TIMEOUT_S'] ?? 60);
 /** Reads timed while bodies of newlines are uploaded (the uploads phase). */
 const UPLOAD_READS = 1_000;
 /** When set, the API and worker write V8 CPU profiles (--cpu-prof) into this directory. */
@@ -659,6 +662,22 @@ async function main() {
     });
     await walkWithCursor(base, readAuth);
   }
+
+  if (PHASES.has('feed')) {
+    // The bulk catalogue's history (every product's create, links and stubs), read by a consumer catching up.
+    log(`feed: the bulk language's changes from the start, 1,000 a page, capped at ${FEED_TIMEOUT_S}s`);
+    record(
+      'feed',
+      await readWholeFeed({
+        base,
+        headers: { authorization: auth.authorization },
+        language: 'bulk',
+        capS: FEED_TIMEOUT_S,
+        apiPid: api.pid,
+        databaseUrl,
+      }),
+    );
+  }
 }
 
 /**
@@ -788,6 +807,12 @@ function table(): string {
       '',
       '',
       'last ≈ first',
+    );
+  }
+  if (results['feed.read_entries_per_s'] !== undefined) {
+    row(
+      'feed entries/s read from the start',
+      `${value('feed.read_entries_per_s')} (${value('feed.entries')} entries${results['feed.complete'] ? '' : ', capped'})`,
     );
   }
   if (results['reads.page_1.api_rss_mib'] !== undefined) row('peak RSS MiB (reads)', `api ${value('reads.page_1000.api_rss_mib')}`);

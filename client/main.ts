@@ -1,5 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EVENT_KINDS, isStoredKind, RECORD_KINDS, STORED_KINDS, type StoredKind } from '../catalogue/record-kinds.js';
+import { addChangesCommand } from './changes.command.js';
 import { exportRecords } from './export.command.js';
 import { listJobs, showJob } from './jobs.command.js';
 import { push } from './push.command.js';
@@ -157,6 +158,8 @@ export function buildProgram(terminal: Terminal, run: (code: number) => void): C
     .action(async (id: string, options: { language: string; json?: boolean }) =>
       run(await showJob(client(), id, { language: options.language, json: Boolean(options.json) }, terminal)),
     );
+
+  addChangesCommand(program, client, run, terminal);
 
   return program;
 }

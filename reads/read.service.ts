@@ -16,7 +16,7 @@ import type { Database } from '../platform/db.js';
 import { RecordNotFoundError, ValidationError } from '../platform/errors.js';
 import { toLanguageResponse } from '../records/language.repository.js';
 import { forgetLanguageForWrites, languageForWrites, requireLanguage } from '../records/language.service.js';
-import { findLiveRecord } from '../records/record.repository.js';
+import { findLiveRecord, findLiveRecords } from '../records/record.repository.js';
 import type { StoredRecord } from '../sync/write.repository.js';
 import { deepPosition, noteDeepRead } from './list-anchors.js';
 import type { PreparedReader } from './prepared-read.js';
@@ -428,6 +428,24 @@ export async function getRecord(context: ReadContext, languageId: string, kind: 
   const record = await requireLiveRecord(context.db, language.lang_key, kind, id);
   const [item] = await present(context.db, language.lang_key, SHAPES[kind], [record]);
   return item!;
+}
+
+/**
+ * The live records of a kind among `ids`, each in its v2 shape as GET one
+ * answers it now, by id; an id with no live record is absent. One query for
+ * the records and one per list field, for all of them (the change feed's
+ * `include=record`).
+ */
+export async function presentLiveRecords(
+  db: Database,
+  langKey: number,
+  kind: StoredKind,
+  ids: readonly string[],
+): Promise<Map<string, Item>> {
+  const storable = [...new Set(ids)].filter((id) => isStorableText(id));
+  const records = await findLiveRecords(db, langKey, kind, storable);
+  const items = await present(db, langKey, SHAPES[kind], records);
+  return new Map(items.map((item, index) => [records[index]!.id, item]));
 }
 
 /**

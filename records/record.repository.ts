@@ -23,6 +23,26 @@ export async function findLiveRecord(db: CommonQueryMethods, langKey: number, ki
   `);
 }
 
+/** The live records of a kind among `ids` (in no particular order), looked up by key as findLiveRecord does. */
+export async function findLiveRecords(
+  db: CommonQueryMethods,
+  langKey: number,
+  kind: StoredKind,
+  ids: readonly string[],
+): Promise<readonly StoredRecord[]> {
+  if (ids.length === 0) return [];
+  return db.any(sql.type(storedRecord)`
+    SELECT id, data, created_at, updated_at
+    FROM (
+      SELECT id, data, created_at, updated_at, live
+      FROM records
+      WHERE lang_key = ${langKey} AND kind = ${kind} AND id = ANY(${sql.array(ids, 'text')})
+      OFFSET 0
+    ) keyed
+    WHERE live
+  `);
+}
+
 /** The oldest live profile with this email, compared case-insensitively (the profile rule, interface §4.5). */
 export async function findProfileByEmail(db: CommonQueryMethods, langKey: number, email: string): Promise<StoredRecord | null> {
   return db.maybeOne(sql.type(storedRecord)`

@@ -44,6 +44,14 @@ export interface AuditEntry {
   changes: Record<string, unknown>;
 }
 
+/**
+ * The NOTIFY channel told, at commit, which languages got audit entries (the
+ * payload is the lang_key): change feed readers waiting for a language's next
+ * entry wake on it (feed/feed.waiter.ts) instead of each polling with a
+ * connection of its own.
+ */
+export const AUDIT_WRITTEN = 'audit_written';
+
 /** The fields an audit entry shares with the entries around it: those of the same change, or of the same bulk batch. */
 const ORIGIN_FIELDS = ['account_id', 'lang_key', 'language_id', 'actor', 'request_id', 'at'] as const;
 
@@ -72,6 +80,9 @@ export async function insertAuditEntries(tx: DatabaseTransactionConnection, entr
     rows += `${prefix}\t${copyText(entry.kind)}\t${copyText(entry.record_id)}\t${copyText(entry.action)}\t${entry.write_seq}\t${copyJson(entry.changes)}\n`;
   }
   await copyInto(tx, 'audit_log', AUDIT_COLUMNS, rows);
+  // Delivered when the transaction commits, never for one rolled back; Postgres folds repeats within a transaction.
+  const langKeys = [...new Set(entries.map((entry) => String(entry.lang_key)))];
+  await tx.query(sql.unsafe`SELECT pg_notify(${AUDIT_WRITTEN}, key) FROM unnest(${sql.array(langKeys, 'text')}) AS key`);
 }
 
 export class AuditHorizonTimeoutError extends Error {}

@@ -6,6 +6,7 @@ import type { UploadLimits } from '../../bulk/bulk.service.js';
 import { parseEnvelope } from '../../catalogue/envelope.schema.js';
 import { languageV2WriteSchema } from '../../catalogue/language.schema.js';
 import { KINDS, LINE_LISTS, LINK_WRITERS, type LineParent, RECORD_KINDS, STORED_KINDS } from '../../catalogue/record-kinds.js';
+import type { FeedWaiter } from '../../feed/feed.waiter.js';
 import type { Database } from '../../platform/db.js';
 import { LanguageNotFoundError } from '../../platform/errors.js';
 import type { PreparedReader } from '../../reads/prepared-read.js';
@@ -37,6 +38,7 @@ import { requestLimitMiddleware } from '../middleware/request-limit.middleware.j
 import { registerV2Paths } from '../openapi/v2.openapi.js';
 import { registerOpenApi } from '../openapi.js';
 import { addBulkRoutes } from './bulk.router.js';
+import { addFeedRoutes } from './feed.router.js';
 
 export interface V2Dependencies {
   db: Database;
@@ -45,6 +47,7 @@ export interface V2Dependencies {
   notifier: OutboxNotifier;
   writer: PreparedWriter;
   reader: PreparedReader;
+  waiter: FeedWaiter;
   /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
   limiter: RequestLimiter | undefined;
   uploads: UploadLimits;
@@ -66,7 +69,7 @@ export const V2_DELETABLE = RECORD_KINDS;
  * attribute definitions, bulk files of v2 bodies. Routes come from the catalogue's tables: a new kind
  * or link is a row there, not a route here.
  */
-export function v2Router({ db, copyPool, verifier, notifier, writer, reader, limiter, uploads, bodyTimeoutMs }: V2Dependencies) {
+export function v2Router({ db, copyPool, verifier, notifier, writer, reader, waiter, limiter, uploads, bodyTimeoutMs }: V2Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v2' });
   router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
   const body = bodyMiddleware({ timeoutMs: bodyTimeoutMs });
@@ -111,6 +114,7 @@ export function v2Router({ db, copyPool, verifier, notifier, writer, reader, lim
   });
 
   addBulkRoutes(router, { db, copyPool, notifier, uploads }, 'v2');
+  addFeedRoutes(router, { db, waiter });
 
   for (const kind of STORED_KINDS) {
     const { segment } = KINDS[kind];
