@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { FEED_KINDS } from '../feed/feed.schema.js';
-import type { Terminal } from './push.command.js';
 import { ClientError, errorText, type ServiceClient } from './service.client.js';
+import type { Terminal } from './terminal.js';
 
 /*
  * `commerce-sync changes` (interface §22.7): the language's change feed as
