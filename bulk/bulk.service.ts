@@ -5,11 +5,12 @@ import type pg from 'pg';
 import type { DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import { isStorableText } from '../catalogue/primitives.schema.js';
-import { KINDS } from '../catalogue/record-kinds.js';
+import { KINDS, LINE_PAYLOAD } from '../catalogue/record-kinds.js';
 import { type Database, isDatabaseUnavailable } from '../platform/db.js';
 import { AppError, GENERIC_500_BODY, HttpStatusError, LanguageNotFoundError, RecordNotFoundError } from '../platform/errors.js';
 import type { Logger } from '../platform/logger.js';
 import { requireLanguage } from '../records/language.service.js';
+import { findLiveRecord } from '../records/record.repository.js';
 import {
   changeLinkIn,
   deleteLineIn,
@@ -394,7 +395,10 @@ async function applyBatchOnce(
     requestId: job.request_id ?? jobId,
   };
   const errors: Array<{ line: number; error: unknown }> = [];
-  const effects = new EarlierEffects(() => pendingChangeKinds(tx, job.lang_key, origin.requestId));
+  const effects = new EarlierEffects(
+    () => pendingChangeKinds(tx, job.lang_key, origin.requestId),
+    async (record) => (await findLiveRecord(tx, job.lang_key, record.kind, record.id)) !== null,
+  );
   let saved = 0;
   let run: PreparedWrite[] = [];
   let runKeys = new Set<string>();
@@ -408,7 +412,7 @@ async function applyBatchOnce(
     if (status === 'language-gone') return false;
     if (status !== 'applied') {
       queued = true;
-      for (const write of run) effects.queuedChange(write.kind, 'upsert', write.payload);
+      for (const write of run) effects.queuedWrite(write.kind, write.payload);
     }
     saved += run.length;
     run = [];
@@ -472,8 +476,9 @@ async function applyBatchOnce(
       await holdLanguage();
       queued = true;
       if (!(await applyRequestLine(conn, job.lang_key, origin, parsed))) return 'language-gone';
-      if (parsed.type === 'delete') effects.queuedChange(parsed.kind, 'delete');
-      if (parsed.type === 'line') effects.queuedChange(parsed.parent, 'upsert');
+      if (parsed.type === 'delete') effects.queuedDelete(parsed.kind);
+      // A line write is an upsert of its parent that stubs the line's product (catalogue/liveness.ts).
+      if (parsed.type === 'line' && !parsed.remove) effects.queuedWrite(parsed.parent, { [LINE_PAYLOAD.product]: parsed.productId });
       saved += 1;
       return 'ok';
     }
@@ -492,7 +497,7 @@ async function applyBatchOnce(
     if (alone) {
       queued = true;
       if (!(await storePrepared(conn, job.lang_key, prepared, origin))) return 'language-gone';
-      effects.queuedChange(prepared.kind, 'upsert', prepared.payload);
+      effects.queuedWrite(prepared.kind, prepared.payload);
       saved += 1;
       return 'ok';
     }

@@ -1,4 +1,4 @@
-import { kindsCascadedFrom, kindsStubbedBy, namedFields } from '../catalogue/liveness.js';
+import { kindsCascadedFrom, kindsStubbedBy, type RecordRef, recordsStubbedBy } from '../catalogue/liveness.js';
 import { isStoredKind, KINDS, type StoredKind } from '../catalogue/record-kinds.js';
 import type { OutboxAction } from '../sync/write.repository.js';
 import type { BulkLine } from './bulk-line.parser.js';
@@ -11,63 +11,88 @@ import type { BulkLine } from './bulk-line.parser.js';
  * language meanwhile (docs/consistency.md, "A file's lines see the effects of
  * the lines before them"). This tells the batch when such a line comes after
  * a change of the file whose effects are queued for the applier and may make
- * a record of a kind the line looks up live (a stub) or not live (a cascade).
+ * the record it looks up live (a stub) or not live (a cascade).
  */
 
-/** A change left to the applier: `named`, the payload fields that carry a value; unknown, every field it could name. */
-type PendingChange = { kind: string; action: OutboxAction; named?: ReadonlySet<string> | readonly string[] };
-
-/** The kinds of record whose liveness a change's effects may change. */
-function kindsAffectedBy(change: PendingChange): ReadonlySet<StoredKind> {
-  if (!isStoredKind(change.kind)) return new Set();
-  const named = change.named && (change.named instanceof Set ? change.named : new Set(change.named));
-  if (change.action === 'upsert') return kindsStubbedBy(change.kind, named);
-  if (change.action === 'delete') return kindsCascadedFrom(change.kind);
-  // An assignment links two live records and stubs nothing.
-  return new Set();
+/** A pending change of the file's earlier batches: its kind, action and the payload fields that carry a value. */
+export interface PendingChange {
+  kind: string;
+  action: OutboxAction;
+  named: readonly string[];
 }
 
-/** The kinds of record a line looks up before it is taken (a 404 when not live). */
-function kindsLookedUpBy(line: BulkLine): readonly StoredKind[] {
+/** The records a line looks up before it is taken (a 404 when not live). */
+function recordsLookedUpBy(line: BulkLine): RecordRef[] {
   switch (line.type) {
     case 'delete':
-      return [line.kind];
+      return [{ kind: line.kind, id: line.id }];
     case 'link':
-      return ['product', line.link.kind];
+      return [
+        { kind: 'product', id: line.productId },
+        { kind: line.link.kind, id: line.otherId },
+      ];
     case 'line':
-      return [line.parent];
+      return [{ kind: line.parent, id: line.parentId }];
     case 'write': {
       const required = KINDS[line.kind].requires;
-      return required ? [required.kind] : [];
+      const id = required && (line.body as Record<string, unknown> | null)?.[required.field];
+      return required && typeof id === 'string' ? [{ kind: required.kind, id }] : [];
     }
   }
 }
 
+const keyOf = (record: RecordRef) => `${record.kind}\u0000${record.id}`;
+
 export class EarlierEffects {
-  /** Kinds the batch's own queued changes may still stub or cascade to. */
-  private readonly queued = new Set<StoredKind>();
-  /** The same for the file's earlier batches' changes still pending, read once a batch needs it. */
-  private earlier: Set<StoredKind> | undefined;
+  /** Records the batch's own queued writes stub if they do not exist. */
+  private readonly stubbed = new Set<string>();
+  /** Kinds the batch's own queued deletes may cascade to. */
+  private readonly cascaded = new Set<StoredKind>();
+  /** The kinds the file's earlier batches' pending changes may stub or cascade to, read once a batch needs them. */
+  private earlier: { stubbed: Set<StoredKind>; cascaded: Set<StoredKind> } | undefined;
 
-  /** @param loadPending the file's changes not applied yet (its earlier batches', and this one's). */
-  constructor(private readonly loadPending: () => Promise<readonly PendingChange[]>) {}
+  /**
+   * @param loadPending the file's changes not applied yet (its earlier batches', and this one's).
+   * @param isLive whether the record is live now.
+   */
+  constructor(
+    private readonly loadPending: () => Promise<readonly PendingChange[]>,
+    private readonly isLive: (record: RecordRef) => Promise<boolean>,
+  ) {}
 
-  /** A change of this batch was left to the applier, with its payload when the batch has it. */
-  queuedChange(kind: StoredKind, action: OutboxAction, payload?: Record<string, unknown>): void {
-    const named = payload ? namedFields(payload) : undefined;
-    for (const affected of kindsAffectedBy({ kind, action, named })) this.queued.add(affected);
+  /** A write of this batch was left to the applier. */
+  queuedWrite(kind: StoredKind, payload: Record<string, unknown>): void {
+    for (const record of recordsStubbedBy(kind, payload)) this.stubbed.add(keyOf(record));
+  }
+
+  /** A delete of this batch was left to the applier. */
+  queuedDelete(kind: StoredKind): void {
+    for (const cascaded of kindsCascadedFrom(kind)) this.cascaded.add(cascaded);
   }
 
   /** Whether the line must wait until the file's queued changes are applied. */
   async mustWait(line: BulkLine): Promise<boolean> {
-    const looked = kindsLookedUpBy(line);
+    const looked = recordsLookedUpBy(line);
     if (looked.length === 0) return false;
-    if (looked.some((kind) => this.queued.has(kind))) return true;
-    if (!this.earlier) {
-      this.earlier = new Set();
-      for (const change of await this.loadPending()) for (const kind of kindsAffectedBy(change)) this.earlier.add(kind);
+    if (looked.some((record) => this.cascaded.has(record.kind) || this.stubbed.has(keyOf(record)))) return true;
+    const earlier = await this.earlierEffects();
+    for (const record of looked) {
+      if (earlier.cascaded.has(record.kind)) return true;
+      // A stub only ever makes a record live: one that is live already is found either way.
+      if (earlier.stubbed.has(record.kind) && !(await this.isLive(record))) return true;
     }
-    const earlier = this.earlier;
-    return looked.some((kind) => earlier.has(kind));
+    return false;
+  }
+
+  private async earlierEffects() {
+    if (this.earlier) return this.earlier;
+    const earlier = { stubbed: new Set<StoredKind>(), cascaded: new Set<StoredKind>() };
+    for (const change of await this.loadPending()) {
+      if (!isStoredKind(change.kind)) continue;
+      if (change.action === 'upsert') for (const kind of kindsStubbedBy(change.kind, new Set(change.named))) earlier.stubbed.add(kind);
+      if (change.action === 'delete') for (const kind of kindsCascadedFrom(change.kind)) earlier.cascaded.add(kind);
+    }
+    this.earlier = earlier;
+    return earlier;
   }
 }

@@ -26,17 +26,36 @@ export function kindsStubbedBy(kind: StoredKind, named?: ReadonlySet<string>): R
   return stubbed;
 }
 
+/** A record a change names, by kind and id. */
+export interface RecordRef {
+  kind: StoredKind;
+  id: string;
+}
+
+const idsIn = (value: unknown, path: 'self' | 'id'): string[] =>
+  Array.isArray(value)
+    ? value
+        .map((item) => (path === 'self' ? item : (item as { id?: unknown } | null)?.id))
+        .filter((id): id is string => typeof id === 'string')
+    : [];
+
 /**
- * The fields of a change's payload that carry a value: a reference or a list
- * that names something (sync/pending-changes.repository.ts reads the same off
- * the outbox in SQL).
+ * The records a write of `kind` with this payload stubs when they do not
+ * exist: those its stubbing references, its lists and its line lists name,
+ * and a line write's product (not a removed line's).
  */
-export function namedFields(payload: Record<string, unknown>): ReadonlySet<string> {
-  return new Set(
-    Object.entries(payload)
-      .filter(([, value]) => value !== null && value !== '' && !(Array.isArray(value) && value.length === 0))
-      .map(([field]) => field),
-  );
+export function recordsStubbedBy(kind: StoredKind, payload: Record<string, unknown>): RecordRef[] {
+  const definition = KINDS[kind];
+  const found: RecordRef[] = [];
+  for (const ref of definition.refs) {
+    const id = payload[ref.field];
+    if (ref.stub && typeof id === 'string') found.push({ kind: ref.kind, id });
+  }
+  for (const list of definition.lists) for (const id of idsIn(payload[list.field], 'self')) found.push({ kind: list.kind, id });
+  for (const list of definition.stubLists) for (const id of idsIn(payload[list.field], list.path)) found.push({ kind: list.kind, id });
+  const lineProduct = payload[LINE_PAYLOAD.product];
+  if (typeof lineProduct === 'string' && payload[LINE_PAYLOAD.removed] !== true) found.push({ kind: 'product', id: lineProduct });
+  return found;
 }
 
 /** Kinds a delete of `kind` may take with it: records whose reference to it cascades, and theirs in turn. */

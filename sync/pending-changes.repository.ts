@@ -17,8 +17,8 @@ const pendingOf = (langKey: number, requestId: string) => sql.fragment`
 
 /**
  * The kinds and actions of the writer's pending changes, each with the
- * payload fields that carry a value (as catalogue/liveness.ts, namedFields,
- * reads them): what their effects may still change.
+ * payload fields that carry a value (not null, not empty text, not an empty
+ * list): what their effects may still change (catalogue/liveness.ts).
  */
 export async function pendingChangeKinds(
   db: CommonQueryMethods,
