@@ -1,0 +1,196 @@
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEnvironment, type TestEnvironment } from './support/harness.js';
+import { pollUntil } from './support/poll.js';
+import { type Received, type Receiver, startReceiver } from './support/receiver.js';
+import { openShop, type Shop } from './support/v2-client.js';
+
+/*
+ * Webhook deliveries (interface §23.2-23.4) against the real API, worker,
+ * Postgres and Redis, to real HTTP receivers on 127.0.0.1
+ * (WEBHOOK_ALLOW_PRIVATE, which also allows http). Retries start after 50 ms
+ * here instead of 5 s.
+ */
+
+let env: TestEnvironment;
+const receivers: Receiver[] = [];
+
+beforeAll(async () => {
+  env = await startEnvironment({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_BASE_MS: '50' } });
+});
+afterAll(async () => {
+  for (const receiver of receivers) await receiver.close();
+  await env.close();
+});
+
+async function receiver(answer?: Parameters<typeof startReceiver>[0]) {
+  const started = await startReceiver(answer);
+  receivers.push(started);
+  return started;
+}
+
+async function createWebhook(shop: Shop, id: string, url: string, extra: Record<string, unknown> = {}) {
+  const response = await shop.request('PUT', '/api/v2/webhooks', { webhook: { id, url, ...extra } });
+  expect(response.status, response.text).toBe(200);
+  return response.body.secret as string;
+}
+
+/** The feed's entry ids after `cursor`, following next_cursor to the end. */
+async function feedIds(shop: Shop, cursor: string, kinds = ''): Promise<string[]> {
+  const ids: string[] = [];
+  let next = cursor;
+  for (;;) {
+    const page = await shop.get(`/changes?limit=1000&after=${next}${kinds}`);
+    expect(page.status, page.text).toBe(200);
+    ids.push(...page.body.data.map((entry: any) => entry.id));
+    next = page.body.meta.next_cursor;
+    if (!page.body.meta.has_more) return ids;
+  }
+}
+
+const entryIds = (requests: Received[]) => requests.flatMap((request) => request.body.data.map((entry: any) => entry.id as string));
+
+/** Where the feed stands once the language's own creation is applied: a webhook created now starts there. */
+async function headCursor(shop: Shop): Promise<string> {
+  await env.drain();
+  return (await shop.get('/changes?from=now')).body.meta.next_cursor;
+}
+
+async function writeProducts(shop: Shop, prefix: string, count: number) {
+  for (let start = 0; start < count; start += 10) {
+    await Promise.all(
+      Array.from({ length: Math.min(10, count - start) }, (_, offset) =>
+        shop.save('product', { id: `${prefix}${start + offset}`, name: 'n' }),
+      ),
+    );
+  }
+  await env.drain();
+}
+
+describe('when the receiver fails, then recovers', () => {
+  it('should deliver every entry once, in feed order, signed, retrying the same delivery', async () => {
+    const shop = await openShop(env);
+    const hook = await receiver((index) => (index < 3 ? 500 : 200));
+    const cursor = await headCursor(shop);
+    const secret = await createWebhook(shop, 'orders', hook.url);
+    await writeProducts(shop, 'p', 130);
+    const expected = await feedIds(shop, cursor);
+    expect(expected.length).toBeGreaterThanOrEqual(130);
+
+    const seen = await pollUntil(
+      async () => entryIds(hook.accepted()),
+      (ids) => ids.length >= expected.length,
+      { timeoutMs: 30_000 },
+    );
+    expect(seen).toEqual(expected);
+
+    const verifier = new Webhook(secret);
+    for (const request of hook.requests) {
+      expect(request.headers['content-type']).toBe('application/json');
+      expect(() => verifier.verify(request.text, request.headers)).not.toThrow();
+      expect(request.body).toMatchObject({ type: 'changes', webhook_id: 'orders', language_id: shop.lang });
+      expect(request.body.data.length).toBeGreaterThanOrEqual(1);
+      expect(request.body.data.length).toBeLessThanOrEqual(100);
+    }
+    // The failed attempts were the first delivery, sent again as itself.
+    const firstId = hook.requests[0]!.headers['webhook-id'];
+    expect(hook.requests.slice(0, 4).map((request) => request.headers['webhook-id'])).toEqual([firstId, firstId, firstId, firstId]);
+    expect(hook.requests.slice(0, 4).map((request) => request.text)).toEqual(Array(4).fill(hook.requests[0]!.text));
+    // next_cursor of one delivery is where the feed resumes after its last entry.
+    const last = hook.accepted().at(-1)!.body;
+    const after = await shop.get(`/changes?after=${last.next_cursor}`);
+    expect(after.body.data).toEqual([]);
+
+    const webhook = await pollUntil(
+      async () => (await shop.request('GET', '/api/v2/webhooks/orders')).body,
+      (body) => body.status === 'active',
+      { timeoutMs: 10_000 },
+    );
+    expect(webhook).toMatchObject({ status: 'active', failing_since: null, active: true });
+  });
+});
+
+describe('when a webhook filters by kinds', () => {
+  it('should deliver only entries of those kinds, in order', async () => {
+    const shop = await openShop(env);
+    const hook = await receiver();
+    const cursor = await headCursor(shop);
+    await createWebhook(shop, 'cats', hook.url, { kinds: ['category'] });
+    await shop.save('product', { id: 'x1', name: 'n' });
+    await shop.save('category', { id: 'c1', name: 'n' });
+    await shop.save('category', { id: 'c2', name: 'm' });
+    await env.drain();
+    const expected = await feedIds(shop, cursor, '&kinds=category');
+    expect(expected.length).toBeGreaterThanOrEqual(2);
+    const seen = await pollUntil(
+      async () => entryIds(hook.accepted()),
+      (ids) => ids.length >= expected.length,
+      { timeoutMs: 20_000 },
+    );
+    expect(seen).toEqual(expected);
+    expect(hook.accepted().flatMap((request) => request.body.data.map((entry: any) => entry.kind))).toEqual(expected.map(() => 'category'));
+  });
+});
+
+describe('when the receiver answers 410', () => {
+  it('should disable the webhook at once, and resume losing nothing when it is made active again', async () => {
+    const shop = await openShop(env);
+    const hook = await receiver(() => 410);
+    const cursor = await headCursor(shop);
+    await createWebhook(shop, 'gone', hook.url);
+    await shop.save('product', { id: 'g1', name: 'n' });
+    await env.drain();
+    const disabled = await pollUntil(
+      async () => (await shop.request('GET', '/api/v2/webhooks/gone')).body,
+      (body) => body.status === 'disabled',
+      { timeoutMs: 20_000 },
+    );
+    expect(disabled).toMatchObject({ status: 'disabled', active: false, disabled_reason: expect.stringContaining('410') });
+    const sentBefore = hook.requests.length;
+    expect(sentBefore).toBe(1);
+
+    await shop.save('product', { id: 'g2', name: 'n' });
+    await env.drain();
+    hook.answer = () => 200;
+    const enabled = await shop.request('PUT', '/api/v2/webhooks', { webhook: { id: 'gone', url: hook.url, active: true } });
+    expect(enabled.body).toMatchObject({ status: 'active', disabled_reason: null });
+    const expected = await feedIds(shop, cursor);
+    const seen = await pollUntil(
+      async () => entryIds(hook.accepted()),
+      (ids) => ids.length >= expected.length,
+      { timeoutMs: 20_000 },
+    );
+    expect(seen).toEqual(expected);
+    // The delivery refused with 410 was sent again as itself.
+    expect(hook.accepted()[0]!.headers['webhook-id']).toBe(hook.requests[0]!.headers['webhook-id']);
+  });
+});
+
+describe('when one receiver never answers', () => {
+  it("should not hold back another webhook's deliveries", async () => {
+    const shop = await openShop(env);
+    const hanging = await receiver(() => 'hang');
+    const healthy = await receiver();
+    const cursor = await headCursor(shop);
+    await createWebhook(shop, 'slow', hanging.url);
+    await createWebhook(shop, 'fast', healthy.url);
+    await shop.save('product', { id: 'h1', name: 'n' });
+    await env.drain();
+    await pollUntil(
+      async () => hanging.requests.length,
+      (count) => count > 0,
+      { timeoutMs: 20_000 },
+    );
+    // While the slow receiver holds its first delivery, more is written and the other webhook gets all of it.
+    await writeProducts(shop, 'h-more-', 20);
+    const expected = await feedIds(shop, cursor);
+    const seen = await pollUntil(
+      async () => entryIds(healthy.accepted()),
+      (ids) => ids.length >= expected.length,
+      { timeoutMs: 20_000 },
+    );
+    expect(seen).toEqual(expected);
+    expect(hanging.requests.length).toBe(1);
+    expect(hanging.requests[0]!.answered).toBeNull();
+  });
+});
