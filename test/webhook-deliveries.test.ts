@@ -194,3 +194,100 @@ describe('when one receiver never answers', () => {
     expect(hanging.requests[0]!.answered).toBeNull();
   });
 });
+
+describe('when the secret is rotated', () => {
+  it('should sign with the new secret and, beside it, the old one', async () => {
+    const shop = await openShop(env);
+    const hook = await receiver();
+    const old = await createWebhook(shop, 'rot', hook.url);
+    const rotated = await shop.request('POST', '/api/v2/webhooks/rot/rotate-secret');
+    expect(rotated.status, rotated.text).toBe(200);
+    const secret = rotated.body.secret as string;
+    expect(secret).toMatch(/^whsec_/);
+    expect(secret).not.toBe(old);
+    expect((await shop.request('GET', '/api/v2/webhooks/rot')).body.secret).toBeUndefined();
+    await shop.save('product', { id: 'r1', name: 'n' });
+    const [request] = await pollUntil(
+      async () => hook.accepted(),
+      (accepted) => accepted.length > 0,
+      { timeoutMs: 20_000 },
+    );
+    expect(request!.headers['webhook-signature']!.split(' ')).toHaveLength(2);
+    expect(() => new Webhook(secret).verify(request!.text, request!.headers)).not.toThrow();
+    expect(() => new Webhook(old).verify(request!.text, request!.headers)).not.toThrow();
+  });
+});
+
+describe('when a webhook is pinged', () => {
+  it('should send a signed ping now and answer what came back', async () => {
+    const shop = await openShop(env);
+    const hook = await receiver(() => 204);
+    const secret = await createWebhook(shop, 'pinged', hook.url);
+    const response = await shop.request('POST', '/api/v2/webhooks/pinged/ping');
+    expect(response.status, response.text).toBe(200);
+    expect(response.body).toEqual({ status_code: 204, duration_ms: expect.any(Number), error: null });
+    const ping = hook.requests.find((request) => request.body.type === 'ping')!;
+    expect(ping.text).toBe('{"type":"ping"}');
+    expect(() => new Webhook(secret).verify(ping.text, ping.headers)).not.toThrow();
+  });
+
+  it('should answer status_code null when nothing answers', async () => {
+    const shop = await openShop(env);
+    const gone = await receiver();
+    await gone.close();
+    await createWebhook(shop, 'nobody', gone.url);
+    const response = await shop.request('POST', '/api/v2/webhooks/nobody/ping');
+    expect(response.status).toBe(200);
+    expect(response.body).toMatchObject({ status_code: null, error: expect.any(String) });
+  });
+});
+
+describe('when deliveries were made', () => {
+  it('should list them newest first, and send a delivered one again as itself', async () => {
+    const shop = await openShop(env);
+    const hook = await receiver((index) => (index === 0 ? 503 : 200));
+    await headCursor(shop);
+    await createWebhook(shop, 'logged', hook.url);
+    await shop.save('product', { id: 'l1', name: 'n' });
+    await pollUntil(
+      async () => hook.accepted(),
+      (accepted) => accepted.length > 0,
+      { timeoutMs: 20_000 },
+    );
+    await shop.save('product', { id: 'l2', name: 'n' });
+    await pollUntil(
+      async () => hook.accepted(),
+      (accepted) => accepted.length > 1,
+      { timeoutMs: 20_000 },
+    );
+    const list = await shop.request('GET', '/api/v2/webhooks/logged/deliveries');
+    expect(list.status, list.text).toBe(200);
+    expect(list.body.meta.total).toBe(2);
+    const [newest, oldest] = list.body.data;
+    expect(oldest).toMatchObject({
+      type: 'changes',
+      language_id: shop.lang,
+      entries: 1,
+      attempts: 2,
+      status: 'delivered',
+      last_status_code: 200,
+      last_error: null,
+      next_attempt_at: null,
+    });
+    expect(oldest.id).toBe(hook.requests[0]!.headers['webhook-id']);
+    expect(oldest.first_cursor).toBe(hook.requests[0]!.body.data[0].cursor);
+    expect(newest.first_cursor).toBe(hook.accepted()[1]!.body.data[0].cursor);
+
+    const again = await shop.request('POST', `/api/v2/webhooks/logged/deliveries/${oldest.id}/redeliver`);
+    expect(again.status, again.text).toBe(202);
+    const resent = await pollUntil(
+      async () => hook.accepted(),
+      (accepted) => accepted.length > 2,
+      { timeoutMs: 20_000 },
+    );
+    expect(resent[2]!.headers['webhook-id']).toBe(oldest.id);
+    expect(resent[2]!.text).toBe(hook.requests[0]!.text);
+    const missing = await shop.request('POST', '/api/v2/webhooks/logged/deliveries/00000000-0000-0000-0000-000000000000/redeliver');
+    expect(missing.status).toBe(404);
+  });
+});

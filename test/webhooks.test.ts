@@ -89,6 +89,16 @@ describe("when another account's token is used", () => {
     expect((await other.request('GET', '/api/v2/webhooks/mine')).status).toBe(404);
     expect((await other.request('DELETE', '/api/v2/webhooks/mine')).status).toBe(404);
     expect((await other.request('GET', '/api/v2/webhooks')).body.data).toEqual([]);
+    for (const [method, path] of [
+      ['POST', '/api/v2/webhooks/mine/rotate-secret'],
+      ['POST', '/api/v2/webhooks/mine/ping'],
+      ['GET', '/api/v2/webhooks/mine/deliveries'],
+      ['POST', '/api/v2/webhooks/mine/deliveries/00000000-0000-0000-0000-000000000000/redeliver'],
+    ] as const) {
+      const response = await other.request(method, path);
+      expect(response.status, `${method} ${path}`).toBe(404);
+      expect(response.body).toEqual({ error: 'Webhook not found' });
+    }
     expect((await owner.request('GET', '/api/v2/webhooks/mine')).status).toBe(200);
   });
 });

@@ -2,6 +2,7 @@ import { parseEnvelope } from '../catalogue/envelope.schema.js';
 import { parseOrThrow } from '../catalogue/validation.js';
 import type { Database } from '../platform/db.js';
 import { RecordNotFoundError, ValidationError } from '../platform/errors.js';
+import { rotateSecret } from './delivery-log.repository.js';
 import { parseDestination, resolveSafely, UnsafeDestinationError } from './url-guard.js';
 import {
   deleteWebhook,
@@ -91,6 +92,16 @@ export async function listWebhooks(context: WebhookContext, rawQuery: Record<str
   const query = parseOrThrow(webhookListQuerySchema, rawQuery);
   const { total, rows } = await pageOfWebhooks(context.db, context.accountId, (query.page - 1) * query.per_page, query.per_page);
   return { data: rows.map(presentWebhook), meta: { current_page: query.page, per_page: query.per_page, total } };
+}
+
+/** How long a rotated-out secret keeps signing beside the new one (interface §23.1). */
+export const SECRET_OVERLAP_SECONDS = 24 * 3_600;
+
+/** POST /api/v2/webhooks/{id}/rotate-secret: the webhook with its new secret. @throws {RecordNotFoundError} */
+export async function rotateWebhookSecret(context: WebhookContext, id: string): Promise<Webhook> {
+  const secret = newWebhookSecret();
+  if (!(await rotateSecret(context.db, context.accountId, id, secret, SECRET_OVERLAP_SECONDS))) throw new RecordNotFoundError('Webhook');
+  return { ...presentWebhook(await requireWebhook(context, id)), secret };
 }
 
 /** @throws {RecordNotFoundError} */

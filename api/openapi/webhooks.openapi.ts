@@ -26,6 +26,32 @@ const webhook = webhookSchema
   })
   .openapi('Webhook');
 
+const delivery = z
+  .object({
+    id: z.string().openapi({ description: 'Sent as `webhook-id`, the same on every attempt' }),
+    type: z.string().openapi({ example: 'changes' }),
+    language_id: z.string(),
+    entries: z.number().int(),
+    first_cursor: z.string().nullable().openapi({ description: 'The cursor of its first entry' }),
+    last_cursor: z.string().nullable().openapi({ description: 'The cursor of its last entry' }),
+    attempts: z.number().int(),
+    status: z.enum(['pending', 'delivered', 'failing']),
+    last_status_code: z.number().int().nullable(),
+    last_error: z.string().nullable(),
+    next_attempt_at: z.string().nullable().openapi({ format: 'date-time' }),
+    delivered_at: z.string().nullable().openapi({ format: 'date-time' }),
+    created_at: z.string().openapi({ format: 'date-time' }),
+  })
+  .openapi('WebhookDelivery');
+
+const pingResult = z
+  .object({
+    status_code: z.number().int().nullable().openapi({ description: 'null when nothing answered' }),
+    duration_ms: z.number().int(),
+    error: z.string().nullable(),
+  })
+  .openapi('WebhookPing');
+
 const pageQuery = z.object({
   page: z.number().int().min(1).optional().openapi({ default: 1 }),
   per_page: z.number().int().min(1).optional(),
@@ -83,5 +109,57 @@ export function registerWebhookPaths(registry: OpenAPIRegistry): void {
     security,
     request: { params: webhookParam() },
     responses: { 204: NO_CONTENT, ...errors('unauthorized', 'recordNotFound', 'serverError') },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v2/webhooks/{webhook_id}/rotate-secret',
+    operationId: 'v2RotateWebhookSecret',
+    summary: 'Give the webhook a new secret; the old one keeps signing beside it for 24 hours',
+    tags,
+    security,
+    request: { params: webhookParam() },
+    responses: {
+      200: { description: 'The webhook with its new `secret`', content: json(webhook) },
+      ...errors('unauthorized', 'recordNotFound', 'serverError'),
+    },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v2/webhooks/{webhook_id}/ping',
+    operationId: 'v2PingWebhook',
+    summary: 'Send `{"type":"ping"}` now, signed like any delivery, and answer what came back',
+    tags,
+    security,
+    request: { params: webhookParam() },
+    responses: {
+      200: { description: "The receiver's answer", content: json(pingResult) },
+      ...errors('unauthorized', 'recordNotFound', 'serverError'),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v2/webhooks/{webhook_id}/deliveries',
+    operationId: 'v2ListWebhookDeliveries',
+    summary: "The webhook's deliveries, newest first",
+    tags,
+    security,
+    request: { params: webhookParam(), query: pageQuery },
+    responses: {
+      200: { description: 'A page of deliveries', content: json(paginated(delivery)) },
+      ...errors('badRequest', 'unauthorized', 'recordNotFound', 'serverError'),
+    },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v2/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
+    operationId: 'v2RedeliverWebhookDelivery',
+    summary: 'Send a delivery again, with the same `webhook-id`, before anything later of its language',
+    tags,
+    security,
+    request: { params: pathParams({ webhook_id: 'The webhook id', delivery_id: 'The delivery id' }) },
+    responses: {
+      202: { description: 'Queued; the worker sends it' },
+      ...errors('unauthorized', 'recordNotFound', 'serverError'),
+    },
   });
 }
