@@ -44,6 +44,7 @@ CREATE TABLE webhook_deliveries (
   type             text NOT NULL,
   entries          integer NOT NULL,
   first_seq        bigint,
+  bulk_job_id      uuid,
   last_seq         bigint,
   body             text NOT NULL,
   status           text NOT NULL DEFAULT 'pending',
@@ -59,3 +60,6 @@ CREATE TABLE webhook_deliveries (
 CREATE INDEX webhook_deliveries_undelivered ON webhook_deliveries (account_id, webhook_id, lang_key, created_at)
   WHERE status <> 'delivered';
 CREATE INDEX webhook_deliveries_list ON webhook_deliveries (account_id, webhook_id, created_at DESC);
+-- A bulk job's end is announced once per webhook.
+CREATE UNIQUE INDEX webhook_deliveries_bulk_job ON webhook_deliveries (account_id, webhook_id, bulk_job_id)
+  WHERE bulk_job_id IS NOT NULL;

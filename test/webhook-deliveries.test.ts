@@ -291,3 +291,44 @@ describe('when deliveries were made', () => {
     expect(missing.status).toBe(404);
   });
 });
+
+describe('when a bulk job finishes', () => {
+  it('should send bulk_job.finished with the job as GET answers it, without errors', async () => {
+    const shop = await openShop(env);
+    const hook = await receiver();
+    await headCursor(shop);
+    await createWebhook(shop, 'bulk', hook.url, { events: ['bulk_job.finished'] });
+    const lines = ['{"product":{"id":"B1","name":"x"}}', '{"product":{"id":"B2","name":"y"}}', '{"product":{}}'];
+    const upload = await env.request('POST', `/api/v2/languages/${shop.lang}/bulk`, {
+      token: shop.token,
+      raw: `${lines.join('\n')}\n`,
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
+    expect(upload.status, upload.text).toBe(202);
+    const jobId = upload.body.id ?? upload.body.bulk_job?.id;
+    const [request] = await pollUntil(
+      async () => hook.accepted(),
+      (accepted) => accepted.length > 0,
+      { timeoutMs: 30_000 },
+    );
+    const job = await env.request('GET', `/api/v2/languages/${shop.lang}/bulk/${jobId}`, { token: shop.token });
+    const { errors, lines_applied: appliedNow, ...withoutErrors } = job.body;
+    expect(errors).toBeDefined();
+    // lines_applied as it was when the job ended: its changes may still have been applying then.
+    const { lines_applied: appliedThen, ...sent } = request!.body.data;
+    expect({ ...request!.body, data: sent }).toEqual({
+      type: 'bulk_job.finished',
+      webhook_id: 'bulk',
+      language_id: shop.lang,
+      data: withoutErrors,
+    });
+    expect(appliedThen).toBeLessThanOrEqual(appliedNow);
+    expect(request!.body.data).toMatchObject({ status: 'completed', saved: 2, failed: 1 });
+    // Only the event asked for: no changes were sent.
+    expect(hook.requests.every((received) => received.body.type === 'bulk_job.finished')).toBe(true);
+    const list = await shop.request('GET', '/api/v2/webhooks/bulk/deliveries');
+    expect(list.body.data).toEqual([
+      expect.objectContaining({ type: 'bulk_job.finished', entries: 0, first_cursor: null, status: 'delivered' }),
+    ]);
+  });
+});

@@ -21,21 +21,24 @@ const pairTarget = z.object({
   kinds: z.array(z.string()).nullable(),
   secret: z.string(),
   previous_secret: z.string().nullable(),
+  /** Whether the webhook takes `changes` (else only its other deliveries are sent). */
+  changes: z.boolean(),
 });
 export type PairTarget = z.infer<typeof pairTarget>;
 
 /**
- * The webhook and language of a pair, when the webhook is active, takes
- * `changes`, covers the language, and the language is live; else null.
+ * The webhook and language of a pair, when the webhook is active, covers
+ * the language, and the language is live; else null.
  */
 export async function deliverableTarget(db: CommonQueryMethods, pair: Pair): Promise<PairTarget | null> {
   return db.maybeOne(sql.type(pairTarget)`
     SELECT w.url, l.id AS language_id, w.kinds, w.secret,
-           CASE WHEN w.previous_secret_until > now() THEN w.previous_secret END AS previous_secret
+           CASE WHEN w.previous_secret_until > now() THEN w.previous_secret END AS previous_secret,
+           'changes' = ANY(w.events) AS changes
     FROM webhooks w
     JOIN languages l ON l.lang_key = ${pair.langKey} AND l.account_id = w.account_id AND l.deleted_at IS NULL
     WHERE w.account_id = ${pair.accountId} AND w.id = ${pair.webhookId} AND w.active
-      AND 'changes' = ANY(w.events) AND (w.languages IS NULL OR l.id = ANY(w.languages))
+      AND (w.languages IS NULL OR l.id = ANY(w.languages))
   `);
 }
 
@@ -176,11 +179,11 @@ export async function pairsWithWork(db: CommonQueryMethods, limit: number): Prom
       WHERE d.account_id = w.account_id AND d.webhook_id = w.id AND d.lang_key = l.lang_key AND d.status <> 'delivered'
       ORDER BY created_at LIMIT 1
     ) waiting ON true
-    WHERE w.active AND 'changes' = ANY(w.events)
+    WHERE w.active
       AND (p.leased_until IS NULL OR p.leased_until < now())
       AND CASE
         WHEN waiting.next_attempt_at IS NOT NULL THEN waiting.next_attempt_at <= now()
-        ELSE EXISTS (
+        ELSE 'changes' = ANY(w.events) AND EXISTS (
           SELECT 1 FROM audit_log a WHERE a.language_id = l.id AND a.lang_key = l.lang_key AND a.seq > coalesce(p.after_seq, 0)
         )
       END

@@ -51,7 +51,7 @@ export async function deliverPair(db: Database, pair: Pair, options: DeliveryOpt
       if (after === null) return false;
       let waiting = await oldestUndelivered(db, pair);
       if (!waiting) {
-        if (!(await prepareNext(db, pair, token, target, after))) return false;
+        if (!target.changes || !(await prepareNext(db, pair, token, target, after))) return false;
         waiting = await oldestUndelivered(db, pair);
         if (!waiting) return false;
       }

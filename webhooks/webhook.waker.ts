@@ -4,6 +4,7 @@ import pg from 'pg';
 import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import { AUDIT_WRITTEN } from '../sync/audit.repository.js';
+import { announceFinishedBulkJobs } from './bulk-finished.announcer.js';
 import { type Pair, pairsWithWork } from './delivery.repository.js';
 
 /** How often every worker process looks for webhook work, whatever it heard. */
@@ -83,6 +84,7 @@ export class WebhookWaker {
   private async sweepOnce(): Promise<void> {
     if (this.stopped) return;
     try {
+      await announceFinishedBulkJobs(this.db);
       const window = Math.floor(Date.now() / JOB_WINDOW_MS);
       for (const pair of await pairsWithWork(this.db, PAIRS_PER_SWEEP)) {
         await this.queue.add('deliver-webhook', pair, {
