@@ -1,3 +1,4 @@
+import { sql } from 'slonik';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
@@ -163,6 +164,29 @@ describe('when the receiver answers 410', () => {
     expect(seen).toEqual(expected);
     // The delivery refused with 410 was sent again as itself.
     expect(hook.accepted()[0]!.headers['webhook-id']).toBe(hook.requests[0]!.headers['webhook-id']);
+  });
+});
+
+describe('when a webhook has been failing for 24 hours', () => {
+  it('should be disabled at its next failure, saying why', async () => {
+    const shop = await openShop(env);
+    const hook = await receiver(() => 500);
+    await headCursor(shop);
+    await createWebhook(shop, 'tired', hook.url);
+    await shop.save('product', { id: 't1', name: 'n' });
+    await pollUntil(
+      async () => (await shop.request('GET', '/api/v2/webhooks/tired')).body.status,
+      (status) => status === 'failing',
+      { timeoutMs: 20_000 },
+    );
+    // The day of failures is set in Postgres rather than waited for.
+    await env.db.query(sql.unsafe`UPDATE webhooks SET failing_since = now() - interval '24 hours 1 second' WHERE id = 'tired'`);
+    const disabled = await pollUntil(
+      async () => (await shop.request('GET', '/api/v2/webhooks/tired')).body,
+      (body) => body.status === 'disabled',
+      { timeoutMs: 20_000 },
+    );
+    expect(disabled).toMatchObject({ active: false, disabled_reason: 'deliveries failed for 24 hours' });
   });
 });
 

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWorker } from '../worker/worker.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
+import { pollUntil } from './support/poll.js';
+import { startReceiver } from './support/receiver.js';
 import { openShop } from './support/v2-client.js';
 
 /*
@@ -100,5 +103,36 @@ describe("when another account's token is used", () => {
       expect(response.body).toEqual({ error: 'Webhook not found' });
     }
     expect((await owner.request('GET', '/api/v2/webhooks/mine')).status).toBe(200);
+  });
+});
+
+describe('when no worker ran while changes were written', () => {
+  it('should deliver them all once a worker starts: what is owed is in Postgres, not in queued jobs', async () => {
+    const shop = await openShop(env);
+    const receiver = await startReceiver();
+    try {
+      const created = await shop.request('PUT', '/api/v2/webhooks', { webhook: { id: 'later', url: receiver.url } });
+      expect(created.status).toBe(200);
+      for (const id of ['a', 'b', 'c']) await shop.save('product', { id, name: id });
+      const worker = await startWorker(env.config);
+      try {
+        const delivered = await pollUntil(
+          async () =>
+            receiver
+              .accepted()
+              .flatMap((request) =>
+                request.body.data.filter((entry: any) => entry.kind === 'product').map((entry: any) => entry.record_id),
+              ),
+          (ids) => ids.length >= 3,
+          { timeoutMs: 20_000 },
+        );
+        // (The language's own creation is applied by the worker too, so after the webhook: it is delivered first.)
+        expect(delivered).toEqual(['a', 'b', 'c']);
+      } finally {
+        await worker.close();
+      }
+    } finally {
+      await receiver.close();
+    }
   });
 });
