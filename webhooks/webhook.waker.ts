@@ -101,7 +101,7 @@ export class WebhookWaker {
 
   private async listen(): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.databaseUrl });
+    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: 'webhook waker' });
     client.on('notification', () => this.wake());
     client.on('error', (error) => {
       this.logger.warn({ err: error.message }, 'webhook listener lost its connection');
@@ -111,7 +111,7 @@ export class WebhookWaker {
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${AUDIT_WRITTEN}`);
+      await client.query(`LISTEN ${pg.escapeIdentifier(AUDIT_WRITTEN)}`);
       if (this.stopped) await client.end();
       else this.listener = client;
     } catch (error) {
