@@ -19,6 +19,7 @@ COPY records ./records
 COPY reads ./reads
 COPY bulk ./bulk
 COPY feed ./feed
+COPY webhooks ./webhooks
 COPY auth ./auth
 COPY client ./client
 COPY bin ./bin

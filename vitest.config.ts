@@ -2,7 +2,10 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', '{api,worker,platform,catalogue,sync,records,reads,bulk,feed,auth,client,bin,bench}/**/*.test.ts'],
+    include: [
+      'test/**/*.test.ts',
+      '{api,worker,platform,catalogue,sync,records,reads,bulk,feed,webhooks,auth,client,bin,bench}/**/*.test.ts',
+    ],
     pool: 'forks',
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     testTimeout: 30_000,

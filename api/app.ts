@@ -133,7 +133,16 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
       [
         // Case-insensitive, as the routers' own matching is.
         [/^\/api\/v1(?:\/|$)/i, v1Router({ ...interfaceDeps, limiter })],
-        [/^\/api\/v2(?:\/|$)/i, v2Router({ ...interfaceDeps, reader: deps.reader, waiter: deps.waiter, limiter })],
+        [
+          /^\/api\/v2(?:\/|$)/i,
+          v2Router({
+            ...interfaceDeps,
+            reader: deps.reader,
+            waiter: deps.waiter,
+            limiter,
+            webhookAllowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE,
+          }),
+        ],
         [
           TOKEN_PATH,
           oauthRouter({

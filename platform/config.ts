@@ -64,6 +64,11 @@ const environmentSchema = z.object({
   // How often a failed job is tried (exponential backoff from JOB_BACKOFF_MS) before it stays failed.
   JOB_ATTEMPTS: integer(8, 1, 100),
   JOB_BACKOFF_MS: integer(500, 1, 600_000),
+  // Webhooks (webhooks/): deliveries in flight at once per worker process, the first retry's delay (doubling up to
+  // an hour, with jitter), and WEBHOOK_ALLOW_PRIVATE=true to allow http and internal addresses (local use and tests only).
+  WEBHOOK_CONCURRENCY: integer(32, 1, 1_000),
+  WEBHOOK_RETRY_BASE_MS: integer(5_000, 1, 3_600_000),
+  WEBHOOK_ALLOW_PRIVATE: boolean(false),
   // Ids (stubs, links, cascaded or detached records) one applier transaction handles at most; larger changes are split.
   APPLIER_SLICE_SIZE: integer(5_000, 1, 1_000_000),
   // Changes of a language left to apply at which a bulk file stops storing lines until the applier catches up.

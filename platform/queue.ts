@@ -6,6 +6,8 @@ export const QUEUES = {
   maintenance: { name: 'maintenance', jobs: ['purge-language', 'purge-expired-tokens'] },
   // One bulk file at a time per worker process, a slice at a time, so one shop's catalogue cannot starve another's.
   bulk: { name: 'bulk', jobs: ['process-bulk'], concurrency: 1 },
+  // Deliveries wait on receivers, not on this process: many at once (WEBHOOK_CONCURRENCY), so a slow one holds up no other.
+  webhooks: { name: 'webhooks', jobs: ['deliver-webhook'] },
 } as const;
 
 export type QueueKey = keyof typeof QUEUES;
@@ -17,6 +19,7 @@ export interface JobData {
   'purge-language': { langKey: number; requestId?: string };
   'purge-expired-tokens': { requestId?: string };
   'process-bulk': { bulkJobId: string; requestId?: string };
+  'deliver-webhook': { accountId: number; webhookId: string; langKey: number; requestId?: string };
 }
 
 /** Failed work retries with backoff; finished jobs are trimmed by age and count. */
@@ -44,6 +47,7 @@ export function createQueues(
     effects: new Queue(QUEUES.effects.name, { connection, prefix, defaultJobOptions }),
     maintenance: new Queue(QUEUES.maintenance.name, { connection, prefix, defaultJobOptions }),
     bulk: new Queue(QUEUES.bulk.name, { connection, prefix, defaultJobOptions }),
+    webhooks: new Queue(QUEUES.webhooks.name, { connection, prefix, defaultJobOptions }),
   };
   // Without a listener an 'error' event would be printed to stderr on every reconnect attempt.
   for (const queue of Object.values(queues)) queue.on('error', onError);

@@ -15,6 +15,7 @@ import { createQueues, type JobName, jobOptionsOf, QUEUES, type QueueKey, settle
 import { createRedis } from '../platform/redis.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { Sweeper } from '../sync/sweeper.js';
+import { WebhookWaker } from '../webhooks/webhook.waker.js';
 import { assertRegistryComplete, processors } from './processors/index.js';
 import type { Processor, ProcessorContext } from './processors/processor.js';
 
@@ -32,9 +33,11 @@ export interface RunningWorker {
  */
 const CLOSE_TIMEOUT_MS = 15_000;
 
-const queueConcurrency = (key: QueueKey): number => {
+/** Jobs of a queue one worker process runs at once: webhook deliveries wait on receivers, so they have their own bound. */
+const queueConcurrency = (key: QueueKey, config: Config): number => {
+  if (key === 'webhooks') return config.WEBHOOK_CONCURRENCY;
   const definition = QUEUES[key];
-  return 'concurrency' in definition ? definition.concurrency : Number.POSITIVE_INFINITY;
+  return Math.min(config.WORKER_CONCURRENCY, 'concurrency' in definition ? definition.concurrency : Number.POSITIVE_INFINITY);
 };
 
 /**
@@ -56,6 +59,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
   const registry = createMetricsRegistry('worker');
   const jobMetrics = createJobMetrics(registry);
   const applierMetrics = createApplierMetrics(registry);
+  const waker = new WebhookWaker(db, config.DATABASE_URL, queues.webhooks, logger);
   const context: ProcessorContext = {
     db,
     logger,
@@ -67,6 +71,10 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     },
     maxEffectsBacklog: config.BULK_MAX_EFFECTS_BACKLOG,
     metrics: applierMetrics,
+    webhooks: {
+      options: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE, retryBaseMs: config.WEBHOOK_RETRY_BASE_MS },
+      wake: () => waker.wake(),
+    },
   };
 
   registerPoolMetrics(registry, { worker: slonikPoolUsage(db) });
@@ -103,7 +111,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     const worker = new Worker(QUEUES[key].name, dispatcher(QUEUES[key].name), {
       connection: workerConnection,
       prefix: config.QUEUE_PREFIX,
-      concurrency: Math.min(config.WORKER_CONCURRENCY, queueConcurrency(key)),
+      concurrency: queueConcurrency(key, config),
     });
     worker.on('failed', (job, error) =>
       logger.warn(
@@ -117,6 +125,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
 
   const sweeper = new Sweeper(db, queues, logger);
   sweeper.start();
+  await waker.start();
   await queues.maintenance
     .upsertJobScheduler('purge-expired-tokens', { every: 15 * 60_000 }, { name: 'purge-expired-tokens', data: {} })
     .catch((error: Error) => logger.warn({ err: error.message }, 'could not schedule token purge'));
@@ -128,6 +137,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     close() {
       closing ??= (async () => {
         await sweeper.stop();
+        await waker.stop();
         await settleConnections([...workers, ...Object.values(queues)]);
         await closeWithin(
           Promise.all(workers.map((worker) => worker.close())).catch((error: Error) =>

@@ -22,6 +22,7 @@ import { registerBulkPaths } from './bulk.openapi.js';
 import { errors, json, NO_CONTENT, pathParams, SECURITY, WRITE_ERRORS, withArticle } from './components.js';
 import { registerFeedPaths } from './feed.openapi.js';
 import { nullable, responseView } from './v1.openapi.js';
+import { registerWebhookPaths } from './webhooks.openapi.js';
 import { z } from './zod-openapi.js';
 
 /*
@@ -340,6 +341,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
 
   registerBulkPaths(registry, 'v2');
   registerFeedPaths(registry);
+  registerWebhookPaths(registry);
 
   for (const kind of RECORD_KINDS) {
     const { segment, resource } = KINDS[kind];

@@ -39,6 +39,7 @@ import { registerV2Paths } from '../openapi/v2.openapi.js';
 import { registerOpenApi } from '../openapi.js';
 import { addBulkRoutes } from './bulk.router.js';
 import { addFeedRoutes } from './feed.router.js';
+import { addWebhookRoutes } from './webhooks.router.js';
 
 export interface V2Dependencies {
   db: Database;
@@ -53,6 +54,8 @@ export interface V2Dependencies {
   uploads: UploadLimits;
   /** BODY_TIMEOUT_MS: how long a write's body may take to arrive. */
   bodyTimeoutMs: number;
+  /** WEBHOOK_ALLOW_PRIVATE: webhooks may call http and internal addresses (interface §23.6). */
+  webhookAllowPrivate: boolean;
 }
 
 registerOpenApi('v2', registerV2Paths);
@@ -69,7 +72,19 @@ export const V2_DELETABLE = RECORD_KINDS;
  * attribute definitions, bulk files of v2 bodies. Routes come from the catalogue's tables: a new kind
  * or link is a row there, not a route here.
  */
-export function v2Router({ db, copyPool, verifier, notifier, writer, reader, waiter, limiter, uploads, bodyTimeoutMs }: V2Dependencies) {
+export function v2Router({
+  db,
+  copyPool,
+  verifier,
+  notifier,
+  writer,
+  reader,
+  waiter,
+  limiter,
+  uploads,
+  bodyTimeoutMs,
+  webhookAllowPrivate,
+}: V2Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v2' });
   router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
   const body = bodyMiddleware({ timeoutMs: bodyTimeoutMs });
@@ -115,6 +130,7 @@ export function v2Router({ db, copyPool, verifier, notifier, writer, reader, wai
 
   addBulkRoutes(router, { db, copyPool, notifier, uploads }, 'v2');
   addFeedRoutes(router, { db, waiter });
+  addWebhookRoutes(router, { db, allowPrivate: webhookAllowPrivate, body });
 
   for (const kind of STORED_KINDS) {
     const { segment } = KINDS[kind];

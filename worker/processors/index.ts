@@ -1,5 +1,6 @@
 import { type JobName, QUEUES } from '../../platform/queue.js';
 import { applyOutboxProcessor } from './apply-outbox.processor.js';
+import { deliverWebhookProcessor } from './deliver-webhook.processor.js';
 import { processBulkProcessor } from './process-bulk.processor.js';
 import type { ProcessorRegistry } from './processor.js';
 import { purgeExpiredTokensProcessor } from './purge-expired-tokens.processor.js';
@@ -10,6 +11,7 @@ export const processors: ProcessorRegistry = {
   'purge-language': purgeLanguageProcessor,
   'purge-expired-tokens': purgeExpiredTokensProcessor,
   'process-bulk': processBulkProcessor,
+  'deliver-webhook': deliverWebhookProcessor,
 };
 
 /**

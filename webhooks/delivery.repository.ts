@@ -1,0 +1,193 @@
+import { type CommonQueryMethods, sql } from 'slonik';
+import { z } from 'zod';
+
+/*
+ * A webhook's positions and deliveries (migrations/0022_webhooks.sql). Every
+ * statement names the account; a pair is one webhook and one language.
+ */
+
+export interface Pair {
+  accountId: number;
+  webhookId: string;
+  langKey: number;
+}
+
+/** How long a worker holds a pair before another may take it over (it renews the lease as it goes). */
+export const LEASE_SECONDS = 60;
+
+const pairTarget = z.object({
+  url: z.string(),
+  language_id: z.string(),
+  kinds: z.array(z.string()).nullable(),
+  secret: z.string(),
+  previous_secret: z.string().nullable(),
+  /** Whether the webhook takes `changes` (else only its other deliveries are sent). */
+  changes: z.boolean(),
+});
+export type PairTarget = z.infer<typeof pairTarget>;
+
+/**
+ * The webhook and language of a pair, when the webhook is active, covers
+ * the language, and the language is live; else null.
+ */
+export async function deliverableTarget(db: CommonQueryMethods, pair: Pair): Promise<PairTarget | null> {
+  return db.maybeOne(sql.type(pairTarget)`
+    SELECT w.url, l.id AS language_id, w.kinds, w.secret,
+           CASE WHEN w.previous_secret_until > now() THEN w.previous_secret END AS previous_secret,
+           'changes' = ANY(w.events) AS changes
+    FROM webhooks w
+    JOIN languages l ON l.lang_key = ${pair.langKey} AND l.account_id = w.account_id AND l.deleted_at IS NULL
+    WHERE w.account_id = ${pair.accountId} AND w.id = ${pair.webhookId} AND w.active
+      AND (w.languages IS NULL OR l.id = ANY(w.languages))
+  `);
+}
+
+/**
+ * Takes the pair for this worker (one delivery in flight per webhook and
+ * language, interface §23.3), or renews its lease; a language without a
+ * position starts at its first entry. @returns the position, or null when
+ * another worker holds the pair.
+ */
+export async function leasePair(db: CommonQueryMethods, pair: Pair, token: string): Promise<number | null> {
+  return db.maybeOneFirst(sql.type(z.object({ after_seq: z.number() }))`
+    INSERT INTO webhook_positions AS p (account_id, webhook_id, lang_key, after_seq, leased_until, lease_token)
+    VALUES (${pair.accountId}, ${pair.webhookId}, ${pair.langKey}, 0, now() + make_interval(secs => ${LEASE_SECONDS}), ${token})
+    ON CONFLICT (account_id, webhook_id, lang_key) DO UPDATE
+      SET leased_until = EXCLUDED.leased_until, lease_token = EXCLUDED.lease_token
+      WHERE p.lease_token = EXCLUDED.lease_token OR p.leased_until IS NULL OR p.leased_until < now()
+    RETURNING after_seq
+  `);
+}
+
+export async function releasePair(db: CommonQueryMethods, pair: Pair, token: string): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE webhook_positions SET leased_until = NULL, lease_token = NULL
+    WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND lease_token = ${token}
+  `);
+}
+
+/** Moves the position on (past entries filtered out, or into a new delivery) while this worker holds the pair. */
+export async function movePosition(db: CommonQueryMethods, pair: Pair, token: string, afterSeq: number): Promise<boolean> {
+  const moved = await db.maybeOneFirst(sql.type(z.object({ after_seq: z.number() }))`
+    UPDATE webhook_positions SET after_seq = ${afterSeq}
+    WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey}
+      AND lease_token = ${token} AND leased_until > now()
+    RETURNING after_seq
+  `);
+  return moved !== null;
+}
+
+export const undeliveredRow = z.object({
+  id: z.string(),
+  body: z.string(),
+  attempts: z.number(),
+  due: z.boolean(),
+});
+export type Undelivered = z.infer<typeof undeliveredRow>;
+
+/** The pair's oldest delivery not yet answered 2xx: the only one that may be sent (interface §23.3). */
+export async function oldestUndelivered(db: CommonQueryMethods, pair: Pair): Promise<Undelivered | null> {
+  return db.maybeOne(sql.type(undeliveredRow)`
+    SELECT id::text AS id, body, attempts, next_attempt_at <= now() AS due
+    FROM webhook_deliveries
+    WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND status <> 'delivered'
+    ORDER BY created_at, first_seq
+    LIMIT 1
+  `);
+}
+
+export interface NewDelivery {
+  id: string;
+  languageId: string;
+  entries: number;
+  firstSeq: number;
+  lastSeq: number;
+  body: string;
+}
+
+export async function insertDelivery(db: CommonQueryMethods, pair: Pair, delivery: NewDelivery): Promise<void> {
+  await db.query(sql.unsafe`
+    INSERT INTO webhook_deliveries
+      (id, account_id, webhook_id, lang_key, language_id, type, entries, first_seq, last_seq, body, next_attempt_at, created_at)
+    VALUES (${delivery.id}, ${pair.accountId}, ${pair.webhookId}, ${pair.langKey}, ${delivery.languageId}, 'changes',
+            ${delivery.entries}, ${delivery.firstSeq}, ${delivery.lastSeq}, ${delivery.body}, now(), clock_timestamp())
+  `);
+}
+
+/** Answered 2xx: delivered; the webhook is no longer failing unless another of its deliveries still is. */
+export async function markDelivered(db: CommonQueryMethods, pair: Pair, id: string, statusCode: number): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE webhook_deliveries
+    SET status = 'delivered', attempts = attempts + 1, last_status_code = ${statusCode}, last_error = NULL, delivered_at = now()
+    WHERE id = ${id} AND account_id = ${pair.accountId}
+  `);
+  await db.query(sql.unsafe`
+    UPDATE webhooks SET failing_since = NULL
+    WHERE account_id = ${pair.accountId} AND id = ${pair.webhookId} AND failing_since IS NOT NULL
+      AND NOT EXISTS (
+        SELECT 1 FROM webhook_deliveries
+        WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND status = 'failing'
+      )
+  `);
+}
+
+/**
+ * Not answered 2xx: tried again after `retryMs`. The webhook is failing
+ * since its first failure; it is disabled when `disableReason` is given, or
+ * when it has failed for `disableAfterMs` (interface §23.4).
+ */
+export async function markFailed(
+  db: CommonQueryMethods,
+  pair: Pair,
+  id: string,
+  outcome: { statusCode: number | null; error: string | null; retryMs: number; disableReason: string | null; disableAfterMs: number },
+): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE webhook_deliveries
+    SET status = 'failing', attempts = attempts + 1, last_status_code = ${outcome.statusCode}, last_error = ${outcome.error},
+        next_attempt_at = now() + make_interval(secs => ${outcome.retryMs / 1000})
+    WHERE id = ${id} AND account_id = ${pair.accountId}
+  `);
+  await db.query(sql.unsafe`
+    UPDATE webhooks
+    SET failing_since = coalesce(failing_since, now()),
+        active = active AND ${outcome.disableReason === null}
+          AND coalesce(failing_since, now()) > now() - make_interval(secs => ${outcome.disableAfterMs / 1000}),
+        disabled_reason = CASE
+          WHEN ${outcome.disableReason !== null} THEN ${outcome.disableReason ?? ''}
+          WHEN coalesce(failing_since, now()) <= now() - make_interval(secs => ${outcome.disableAfterMs / 1000})
+            THEN 'deliveries failed for 24 hours'
+          ELSE disabled_reason END
+    WHERE account_id = ${pair.accountId} AND id = ${pair.webhookId}
+  `);
+}
+
+/**
+ * The pairs with something to deliver now and no worker on them: a delivery
+ * due, or (with none waiting) entries after their position. Postgres says
+ * what is pending, so a wake-up lost with Redis only delays it to the next
+ * sweep.
+ */
+export async function pairsWithWork(db: CommonQueryMethods, limit: number): Promise<readonly Pair[]> {
+  const rows = await db.any(sql.type(z.object({ account_id: z.number(), webhook_id: z.string(), lang_key: z.number() }))`
+    SELECT w.account_id, w.id AS webhook_id, l.lang_key
+    FROM webhooks w
+    JOIN languages l ON l.account_id = w.account_id AND l.deleted_at IS NULL AND (w.languages IS NULL OR l.id = ANY(w.languages))
+    LEFT JOIN webhook_positions p ON p.account_id = w.account_id AND p.webhook_id = w.id AND p.lang_key = l.lang_key
+    LEFT JOIN LATERAL (
+      SELECT next_attempt_at FROM webhook_deliveries d
+      WHERE d.account_id = w.account_id AND d.webhook_id = w.id AND d.lang_key = l.lang_key AND d.status <> 'delivered'
+      ORDER BY created_at LIMIT 1
+    ) waiting ON true
+    WHERE w.active
+      AND (p.leased_until IS NULL OR p.leased_until < now())
+      AND CASE
+        WHEN waiting.next_attempt_at IS NOT NULL THEN waiting.next_attempt_at <= now()
+        ELSE 'changes' = ANY(w.events) AND EXISTS (
+          SELECT 1 FROM audit_log a WHERE a.language_id = l.id AND a.lang_key = l.lang_key AND a.seq > coalesce(p.after_seq, 0)
+        )
+      END
+    LIMIT ${limit}
+  `);
+  return rows.map((row) => ({ accountId: row.account_id, webhookId: row.webhook_id, langKey: row.lang_key }));
+}

@@ -1,0 +1,97 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { parseDestination, resolveSafely, UnsafeDestinationError } from './url-guard.js';
+
+/** No answer within this long counts as a failure (interface §23.4). */
+export const DELIVERY_TIMEOUT_MS = 10_000;
+/** Only this much of an answer is read (interface §23.6). */
+export const ANSWER_READ_BYTES = 64 * 1024;
+
+export interface SendOutcome {
+  /** The answer's status, or null when nothing answered. */
+  statusCode: number | null;
+  /** Why it failed, in words safe to show the account (no address, no stack). */
+  error: string | null;
+  durationMs: number;
+}
+
+/**
+ * POSTs one signed body. The host is resolved and checked at connection time,
+ * and the connection goes to the address checked, so a name that resolves to
+ * an internal address now is refused even if it did not at registration
+ * (interface §23.6). Redirects are answers like any other (not 2xx: a
+ * failure), never followed. The answer's first 64 KiB are read, the rest
+ * dropped with the connection.
+ */
+export async function sendDelivery(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  options: { allowPrivate: boolean; timeoutMs?: number },
+): Promise<SendOutcome> {
+  const started = performance.now();
+  const done = (statusCode: number | null, error: string | null): SendOutcome => ({
+    statusCode,
+    error,
+    durationMs: Math.round(performance.now() - started),
+  });
+  const destination = parseDestination(url, options.allowPrivate);
+  if (!destination) return done(null, 'the URL may not be called');
+  // The lookup a connection uses: the same check as at registration, on the addresses it will connect to.
+  const lookup: LookupFunction = (hostname, lookupOptions, callback) => {
+    resolveSafely(hostname, options.allowPrivate).then(
+      (addresses) => {
+        if (lookupOptions.all) callback(null, addresses);
+        else callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+      (error: Error) => callback(error as NodeJS.ErrnoException, '', 0),
+    );
+  };
+  try {
+    // An address written in the URL is not looked up by Node: check it here.
+    await resolveSafely(destination.hostname, options.allowPrivate);
+  } catch (error) {
+    return done(null, error instanceof UnsafeDestinationError ? error.message : 'the host could not be resolved');
+  }
+  const transport = destination.protocol === 'https:' ? https : http;
+  return new Promise<SendOutcome>((resolve) => {
+    let settled = false;
+    const finish = (outcome: SendOutcome) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(outcome);
+    };
+    const request = transport.request(
+      destination,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+        lookup,
+        agent: false,
+      },
+      (response) => {
+        let read = 0;
+        response.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read >= ANSWER_READ_BYTES) {
+            finish(done(response.statusCode ?? null, null));
+            response.destroy();
+          }
+        });
+        response.on('end', () => finish(done(response.statusCode ?? null, null)));
+        response.on('error', () => finish(done(response.statusCode ?? null, null)));
+      },
+    );
+    const timer = setTimeout(() => {
+      finish(done(null, `no answer within ${Math.round((options.timeoutMs ?? DELIVERY_TIMEOUT_MS) / 1000)} s`));
+      request.destroy();
+    }, options.timeoutMs ?? DELIVERY_TIMEOUT_MS);
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      const why = error instanceof UnsafeDestinationError ? error.message : `connection failed (${error.code ?? 'error'})`;
+      finish(done(null, why));
+    });
+    request.end(body);
+  });
+}

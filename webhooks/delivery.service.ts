@@ -1,0 +1,124 @@
+import { randomUUID } from 'node:crypto';
+import { readEntriesAfter } from '../feed/feed.reader.js';
+import { encodeFeedCursor } from '../feed/feed-cursor.js';
+import type { Database } from '../platform/db.js';
+import type { Logger } from '../platform/logger.js';
+import {
+  deliverableTarget,
+  insertDelivery,
+  leasePair,
+  markDelivered,
+  markFailed,
+  movePosition,
+  oldestUndelivered,
+  type Pair,
+  type PairTarget,
+  releasePair,
+  type Undelivered,
+} from './delivery.repository.js';
+import { sendDelivery } from './delivery.sender.js';
+import { retryDelayMs } from './retry-delay.js';
+import { signatureHeader } from './webhook-secret.js';
+
+/** Entries in one delivery at most (interface §23.2). */
+export const DELIVERY_MAX_ENTRIES = 100;
+/** Failing this long disables a webhook (interface §23.4). */
+export const DISABLE_AFTER_MS = 24 * 3_600_000;
+/** Deliveries one job sends at most, so that a pair with a long backlog takes turns with the others. */
+const DELIVERIES_PER_RUN = 20;
+
+export interface DeliveryOptions {
+  allowPrivate: boolean;
+  retryBaseMs: number;
+}
+
+/**
+ * Delivers a webhook's entries of one language (interface §23.2-23.4): holding
+ * the pair, sends its oldest undelivered delivery when due; when none waits,
+ * puts the next up to 100 entries after its position into a new delivery
+ * (moving the position with it, in one transaction) and sends that. A
+ * failure ends the run: nothing later is sent before it is answered 2xx.
+ * @returns whether the pair may have more to send now.
+ */
+export async function deliverPair(db: Database, pair: Pair, options: DeliveryOptions, logger: Logger): Promise<boolean> {
+  const token = randomUUID();
+  if ((await leasePair(db, pair, token)) === null) return false;
+  try {
+    for (let sent = 0; sent < DELIVERIES_PER_RUN; sent += 1) {
+      const target = await deliverableTarget(db, pair);
+      if (!target) return false;
+      const after = await leasePair(db, pair, token);
+      if (after === null) return false;
+      let waiting = await oldestUndelivered(db, pair);
+      if (!waiting) {
+        if (!target.changes || !(await prepareNext(db, pair, token, target, after))) return false;
+        waiting = await oldestUndelivered(db, pair);
+        if (!waiting) return false;
+      }
+      if (!waiting.due) return false;
+      if (!(await attempt(db, pair, target, waiting, options, logger))) return false;
+    }
+    return true;
+  } finally {
+    await releasePair(db, pair, token);
+  }
+}
+
+/** Puts the entries after `after` into a delivery. @returns whether there was one to make. */
+async function prepareNext(db: Database, pair: Pair, token: string, target: PairTarget, after: number): Promise<boolean> {
+  const span = { langKey: pair.langKey, languageId: target.language_id, after };
+  const read = await readEntriesAfter(db, span, { limit: DELIVERY_MAX_ENTRIES, kinds: target.kinds ?? undefined });
+  if (read.rows.length === 0) {
+    // Only entries of other kinds: passed by.
+    if (read.next > after) await movePosition(db, pair, token, read.next);
+    return false;
+  }
+  const nextCursor = encodeFeedCursor({ langKey: pair.langKey, languageId: target.language_id, seq: read.next });
+  // The entries are JSON text already (feed/feed.repository.ts); the body is assembled around them, not re-serialised.
+  const body = `{"type":"changes","webhook_id":${JSON.stringify(pair.webhookId)},"language_id":${JSON.stringify(target.language_id)},"data":[${read.rows.map((row) => row.entry).join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}`;
+  return db.transaction(async (tx) => {
+    if (!(await movePosition(tx, pair, token, read.next))) return false;
+    await insertDelivery(tx, pair, {
+      id: randomUUID(),
+      languageId: target.language_id,
+      entries: read.rows.length,
+      firstSeq: read.rows[0]!.seq,
+      lastSeq: read.rows.at(-1)!.seq,
+      body,
+    });
+    return true;
+  });
+}
+
+/** Sends one delivery once and records the outcome. @returns whether it was answered 2xx. */
+async function attempt(
+  db: Database,
+  pair: Pair,
+  target: PairTarget,
+  { id, body, attempts }: Undelivered,
+  options: DeliveryOptions,
+  logger: Logger,
+): Promise<boolean> {
+  const timestamp = Math.floor(Date.now() / 1000);
+  const secrets = target.previous_secret ? [target.secret, target.previous_secret] : [target.secret];
+  const headers = {
+    'webhook-id': id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signatureHeader(secrets, id, timestamp, body),
+  };
+  const outcome = await sendDelivery(target.url, headers, body, { allowPrivate: options.allowPrivate });
+  if (outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300) {
+    await markDelivered(db, pair, id, outcome.statusCode);
+    return true;
+  }
+  const error = outcome.error ?? `answered ${outcome.statusCode}`;
+  await markFailed(db, pair, id, {
+    statusCode: outcome.statusCode,
+    error,
+    retryMs: retryDelayMs(attempts, options.retryBaseMs),
+    disableReason: outcome.statusCode === 410 ? 'the receiver answered 410 Gone' : null,
+    disableAfterMs: DISABLE_AFTER_MS,
+  });
+  logger.info({ webhook_id: pair.webhookId, delivery_id: id, status_code: outcome.statusCode, err: error }, 'webhook delivery failed');
+  return false;
+}

@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto';
+import type { Queue } from 'bullmq';
+import pg from 'pg';
+import type { Database } from '../platform/db.js';
+import type { Logger } from '../platform/logger.js';
+import { AUDIT_WRITTEN } from '../sync/audit.repository.js';
+import { announceFinishedBulkJobs } from './bulk-finished.announcer.js';
+import { type Pair, pairsWithWork } from './delivery.repository.js';
+
+/** How often every worker process looks for webhook work, whatever it heard. */
+export const WEBHOOK_SWEEP_MS = 1_000;
+/** A pair's wake-ups within this window are one job. */
+const JOB_WINDOW_MS = 250;
+/** A heard commit is looked at after this long, so that a burst of commits makes one sweep. */
+const HEARD_DELAY_MS = 20;
+/** Pairs queued per sweep at most; the rest on the next. */
+const PAIRS_PER_SWEEP = 1_000;
+
+/**
+ * Wakes webhook deliveries (interface §23): queues a deliver-webhook job for
+ * every webhook and language with something to send and no worker on it,
+ * right after a commit wrote audit entries (AUDIT_WRITTEN, heard on one
+ * LISTEN connection) and every second besides. What is to send lives in
+ * Postgres (positions, deliveries, the audit log), so a job lost with Redis,
+ * a notification missed while the connection was down, or a retry coming due
+ * only waits for the next sweep.
+ */
+export class WebhookWaker {
+  private timer: NodeJS.Timeout | undefined;
+  private soon: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private listener: pg.Client | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly databaseUrl: string,
+    private readonly queue: Queue,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    this.timer = setInterval(() => void this.sweep(), WEBHOOK_SWEEP_MS);
+    await this.listen();
+    void this.sweep();
+  }
+
+  /** Sweeps shortly (a run that left more to send, a heard commit). */
+  wake(): void {
+    if (this.stopped || this.soon) return;
+    this.soon = setTimeout(() => {
+      this.soon = undefined;
+      void this.sweep();
+    }, HEARD_DELAY_MS);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    clearTimeout(this.soon);
+    const listener = this.listener;
+    this.listener = undefined;
+    await listener?.end().catch(() => undefined);
+    await this.running;
+  }
+
+  /** One sweep at a time; one asked for meanwhile runs after it. */
+  private sweep(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.sweepOnce().finally(() => {
+      this.running = undefined;
+      if (this.again && !this.stopped) {
+        this.again = false;
+        void this.sweep();
+      }
+    });
+    return this.running;
+  }
+
+  private async sweepOnce(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      await announceFinishedBulkJobs(this.db);
+      const window = Math.floor(Date.now() / JOB_WINDOW_MS);
+      for (const pair of await pairsWithWork(this.db, PAIRS_PER_SWEEP)) {
+        await this.queue.add('deliver-webhook', pair, {
+          jobId: `webhook-${pairKey(pair)}-${window}`,
+          attempts: 1,
+          removeOnComplete: true,
+          removeOnFail: true,
+        });
+      }
+    } catch (error) {
+      this.logger.warn({ err: (error as Error).message }, 'webhook sweep failed');
+    }
+  }
+
+  private async listen(): Promise<void> {
+    if (this.stopped) return;
+    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: 'webhook waker' });
+    client.on('notification', () => this.wake());
+    client.on('error', (error) => {
+      this.logger.warn({ err: error.message }, 'webhook listener lost its connection');
+      if (this.listener === client) this.listener = undefined;
+      // The sweep every second goes on meanwhile; the listener comes back when Postgres does.
+      setTimeout(() => void this.listen(), WEBHOOK_SWEEP_MS).unref();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${pg.escapeIdentifier(AUDIT_WRITTEN)}`);
+      if (this.stopped) await client.end();
+      else this.listener = client;
+    } catch (error) {
+      this.logger.warn({ err: (error as Error).message }, 'webhook listener could not connect');
+      await client.end().catch(() => undefined);
+      setTimeout(() => void this.listen(), WEBHOOK_SWEEP_MS).unref();
+    }
+  }
+}
+
+/** A job id part for a pair: webhook ids may hold any character, BullMQ ids may not. */
+const pairKey = (pair: Pair): string =>
+  createHash('sha256').update(`${pair.accountId}\n${pair.webhookId}\n${pair.langKey}`).digest('hex').slice(0, 32);
