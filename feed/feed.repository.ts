@@ -74,18 +74,21 @@ export async function selectFeedRows(
       ) found
       ORDER BY request_id, created_at
     )
-    SELECT p.seq, p.kind, p.record_id, json_build_object(
-      'id', p.seq::text,
-      'cursor', translate(encode(convert_to(${cursorPrefix} || p.seq || ${cursorSuffix}, 'UTF8'), 'base64'), E'+/=\n', '-_'),
-      'kind', p.kind,
-      'record_id', p.record_id,
-      'action', p.action,
-      'changes', p.changes,
-      'actor', p.actor,
-      'request_id', p.request_id,
-      'bulk_job_id', j.id,
-      'occurred_at', to_char(p.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-    )::text AS entry
+    SELECT p.seq, p.kind, p.record_id, (
+      -- row_to_json writes compact JSON in column order, as the service's other answers are written.
+      SELECT row_to_json(e)::text FROM (SELECT
+        p.seq::text AS id,
+        translate(encode(convert_to(${cursorPrefix} || p.seq || ${cursorSuffix}, 'UTF8'), 'base64'), E'+/=\n', '-_') AS cursor,
+        p.kind,
+        p.record_id,
+        p.action,
+        p.changes,
+        p.actor,
+        p.request_id,
+        j.id AS bulk_job_id,
+        to_char(p.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS occurred_at
+      ) e
+    ) AS entry
     FROM page p
     LEFT JOIN jobs j ON j.request_id = p.request_id
     ORDER BY p.seq

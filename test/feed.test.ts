@@ -160,6 +160,28 @@ describe('when the feed is paged', () => {
     expect(rest.body.meta.next_cursor).toBe(all[2]!.cursor);
   });
 
+  it('should write each entry as compact JSON with its fields in order', async () => {
+    const shop = await openShop(env);
+    await shop.save('product', { id: 'p', name: 'p' });
+    await env.drain();
+    const page = await changes(shop);
+    expect(page.text).toMatch(
+      /^\{"data":\[\{"id":"\d+","cursor":"[\w-]+","kind":"language","record_id":"[^"]+","action":"create","changes":/,
+    );
+    expect(Object.keys(page.body.data[1])).toEqual([
+      'id',
+      'cursor',
+      'kind',
+      'record_id',
+      'action',
+      'changes',
+      'actor',
+      'request_id',
+      'bulk_job_id',
+      'occurred_at',
+    ]);
+  });
+
   it('should default to 100 entries a page', async () => {
     const shop = await openShop(env);
     const lines = Array.from({ length: 120 }, (_, index) => JSON.stringify({ product: { id: `p${index}`, name: 'x' } })).join('\n');
