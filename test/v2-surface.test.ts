@@ -159,6 +159,9 @@ describe('when every v2 operation of the API description is called (interface §
     orders: 'O',
     shopping_carts: 'S',
     purchase_events: 'O',
+    // The account's webhooks and their deliveries are not in a language: their paths name ids of their own.
+    webhooks: 'W',
+    deliveries: '1',
   };
 
   const pathOf = (template: string, language: string) => {
@@ -188,6 +191,7 @@ describe('when every v2 operation of the API description is called (interface §
     v2SaveGlobalUnsubscribe: { global_unsubscribe: { email: 'u@example.test', unsubscribed: false } },
     v2SavePurchaseEvent: { purchase_event: { order_id: 'O', profile_id: 'U', visitor_token: 'changed' } },
     v2PutOrderLine: { quantity: 9 },
+    v2SaveWebhook: { webhook: { id: 'W', url: 'https://hooks.example.com/commerce' } },
   };
 
   const call = (operation: Operation, token: string | null, language = owner.lang) =>
