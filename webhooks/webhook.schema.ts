@@ -15,8 +15,8 @@ export const webhookWriteSchema = z
     id: z.string().min(1).max(255),
     url: z.string().min(1).max(2_048),
     languages: z.array(z.string().min(1).max(255)).max(1_000).optional(),
-    kinds: z.array(z.enum(FEED_KINDS)).min(1).optional(),
-    events: z.array(z.enum(WEBHOOK_EVENTS)).min(1).optional(),
+    kinds: z.array(z.enum(FEED_KINDS)).min(1).max(FEED_KINDS.length).optional(),
+    events: z.array(z.enum(WEBHOOK_EVENTS)).min(1).max(WEBHOOK_EVENTS.length).optional(),
     active: z.boolean().default(true),
   })
   .strict();
