@@ -41,6 +41,8 @@ export interface FeedRange {
  *   entry carries, or whose id it carries when the upload had none
  *   (bulk/bulk.service.ts), looked up once per distinct request id of the page.
  * - `occurred_at` in the API's timestamp form (UTC, milliseconds).
+ * - The rows come from feed/sql/feed_pages.sql, which keeps the plan an
+ *   ordered index scan.
  */
 export async function selectFeedRows(
   db: CommonQueryMethods,
@@ -48,17 +50,13 @@ export async function selectFeedRows(
   limit: number,
   kinds: readonly string[] | undefined,
 ): Promise<readonly FeedRow[]> {
-  const kindFilter = kinds === undefined ? sql.fragment`TRUE` : sql.fragment`kind = ANY(${sql.array(kinds, 'text')})`;
+  const kindList = kinds === undefined ? null : sql.array(kinds, 'text');
   const cursorPrefix = `${range.langKey}.`;
   const cursorSuffix = `.${range.languageId}`;
   return db.any(sql.type(feedRows)`
     WITH page AS MATERIALIZED (
       SELECT seq, at, kind, record_id, action, actor, request_id, changes
-      FROM audit_log
-      WHERE language_id = ${range.languageId} AND lang_key = ${range.langKey}
-        AND seq > ${range.after} AND seq <= ${range.through} AND ${kindFilter}
-      ORDER BY seq
-      LIMIT ${limit}
+      FROM feed_audit_page(${range.languageId}, ${range.langKey}, ${range.after}, ${range.through}, ${limit}, ${kindList})
     ),
     requests AS (SELECT DISTINCT request_id FROM page WHERE request_id IS NOT NULL),
     jobs AS (
@@ -97,12 +95,8 @@ export async function selectFeedRows(
 
 /** The seq of the language's last entry in (after, through], of any kind, or null: how far a filtered read examined. */
 export async function lastFeedSeq(db: CommonQueryMethods, range: FeedRange): Promise<number | null> {
-  return db.maybeOneFirst(sql.type(z.object({ seq: z.number() }))`
-    SELECT seq FROM audit_log
-    WHERE language_id = ${range.languageId} AND lang_key = ${range.langKey}
-      AND seq > ${range.after} AND seq <= ${range.through}
-    ORDER BY seq DESC
-    LIMIT 1
+  return db.oneFirst(sql.type(z.object({ seq: z.number().nullable() }))`
+    SELECT feed_last_seq(${range.languageId}, ${range.langKey}, ${range.after}, ${range.through}) AS seq
   `);
 }
 

@@ -14,7 +14,7 @@ export const MIGRATIONS_DIR = path.join(ROOT, 'migrations');
  * (`CREATE OR REPLACE`), kept beside the code that calls them and applied
  * again whenever a file's checksum changes.
  */
-export const REPEATABLE_DIRS = [path.join(ROOT, 'sync', 'sql'), path.join(ROOT, 'reads', 'sql')];
+export const REPEATABLE_DIRS = [path.join(ROOT, 'sync', 'sql'), path.join(ROOT, 'reads', 'sql'), path.join(ROOT, 'feed', 'sql')];
 
 export interface MigrationOptions {
   /** Numbered migrations (default: migrations/). */

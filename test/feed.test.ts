@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HttpResponse, startEnvironment, type TestEnvironment } from './support/harness.js';
@@ -204,6 +205,52 @@ describe('when the feed is paged', () => {
     // Changes from a bulk file name their job.
     expect(page.body.data[1].bulk_job_id).toBe(job.body.id);
     expect(page.body.data[0].bulk_job_id).toBeNull();
+  });
+});
+
+describe('when a language was filled after the audit log was last analysed', () => {
+  /** A bulk file of `count` new products, applied. */
+  async function fill(shop: Shop, count: number) {
+    const lines = Array.from({ length: count }, (_, index) => JSON.stringify({ product: { id: `p${index}`, name: 'x' } })).join('\n');
+    const upload = await env.request('POST', `/api/v2/languages/${shop.lang}/bulk`, {
+      token: shop.token,
+      raw: `${lines}\n`,
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
+    expect(upload.status, upload.text).toBe(202);
+    await pollUntil(
+      () => shop.request('GET', upload.headers.get('location')!),
+      (response) => response.body.status === 'completed',
+      { timeoutMs: 60_000 },
+    );
+    await env.drain();
+  }
+
+  it('should read its pages along the index in order, not every entry of the range', async () => {
+    // The statistics know another language's history and nothing of this one's: the planner expects a handful of rows.
+    await fill(await openShop(env), 3_000);
+    await env.db.query(sql.unsafe`ANALYZE audit_log`);
+    const shop = await openShop(env);
+    await fill(shop, 5_000);
+    // The plan Postgres chose inside the page function, as auto_explain reports it to this session.
+    const client = new pg.Client({ connectionString: env.config.DATABASE_URL });
+    const plans: string[] = [];
+    client.on('notice', (notice) => plans.push(notice.message ?? ''));
+    await client.connect();
+    try {
+      await client.query(`LOAD 'auto_explain'`);
+      await client.query(
+        'SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET client_min_messages = log',
+      );
+      const langKey = await langKeyOf(env, shop.lang, shop.account);
+      const page = await client.query('SELECT seq FROM feed_audit_page($1, $2, 0, 9223372036854775807, 101, NULL)', [shop.lang, langKey]);
+      expect(page.rows).toHaveLength(101);
+      const inner = plans.find((plan) => plan.includes('audit_log')) ?? '';
+      expect(inner).toContain('Index Scan using audit_log_language');
+      expect(inner).not.toContain('Bitmap');
+    } finally {
+      await client.end();
+    }
   });
 });
 
