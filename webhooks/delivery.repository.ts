@@ -26,27 +26,18 @@ const pairTarget = z.object({
 });
 export type PairTarget = z.infer<typeof pairTarget>;
 
-/**
- * The webhook and language of a pair, when the webhook is active, covers
- * the language, and the language is live; else null.
- */
-export async function deliverableTarget(db: CommonQueryMethods, pair: Pair): Promise<PairTarget | null> {
-  return db.maybeOne(sql.type(pairTarget)`
-    SELECT w.url, l.id AS language_id, w.kinds, w.secret,
-           CASE WHEN w.previous_secret_until > now() THEN w.previous_secret END AS previous_secret,
-           'changes' = ANY(w.events) AS changes
-    FROM webhooks w
-    JOIN languages l ON l.lang_key = ${pair.langKey} AND l.account_id = w.account_id AND l.deleted_at IS NULL
-    WHERE w.account_id = ${pair.accountId} AND w.id = ${pair.webhookId} AND w.active
-      AND (w.languages IS NULL OR l.id = ANY(w.languages))
-  `);
-}
+export const undeliveredRow = z.object({
+  id: z.string(),
+  body: z.string(),
+  attempts: z.number(),
+  due: z.boolean(),
+});
+export type Undelivered = z.infer<typeof undeliveredRow>;
 
 /**
  * Takes the pair for this worker (one delivery in flight per webhook and
- * language, interface §23.3), or renews its lease; a language without a
- * position starts at its first entry. @returns the position, or null when
- * another worker holds the pair.
+ * language, interface §23.3); a language without a position starts at its
+ * first entry. @returns the position, or null when another worker holds the pair.
  */
 export async function leasePair(db: CommonQueryMethods, pair: Pair, token: string): Promise<number | null> {
   return db.maybeOneFirst(sql.type(z.object({ after_seq: z.number() }))`
@@ -66,7 +57,78 @@ export async function releasePair(db: CommonQueryMethods, pair: Pair, token: str
   `);
 }
 
-/** Moves the position on (past entries filtered out, or into a new delivery) while this worker holds the pair. */
+export interface PairStep {
+  /** The position: every entry at or below it is in a delivery. */
+  after: number;
+  /** The webhook and language, when the webhook is active, covers the language, and the language is live. */
+  target: PairTarget | null;
+  /** The pair's oldest delivery not yet answered 2xx: the only one that may be sent (interface §23.3). */
+  waiting: Undelivered | null;
+}
+
+const stepRow = z.object({
+  after_seq: z.number(),
+  url: z.string().nullable(),
+  language_id: z.string().nullable(),
+  kinds: z.array(z.string()).nullable(),
+  secret: z.string().nullable(),
+  previous_secret: z.string().nullable(),
+  changes: z.boolean().nullable(),
+  id: z.string().nullable(),
+  body: z.string().nullable(),
+  attempts: z.number().nullable(),
+  due: z.boolean().nullable(),
+});
+
+/**
+ * Where the pair stands before its next delivery, in one statement: renews
+ * this worker's lease and reads the webhook and the oldest undelivered
+ * delivery. @returns null when the lease was lost (another worker took the
+ * pair, or the webhook was deleted).
+ */
+export async function nextStep(db: CommonQueryMethods, pair: Pair, token: string): Promise<PairStep | null> {
+  const row = await db.maybeOne(sql.type(stepRow)`
+    WITH lease AS (
+      UPDATE webhook_positions SET leased_until = now() + make_interval(secs => ${LEASE_SECONDS})
+      WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND lease_token = ${token}
+      RETURNING after_seq
+    )
+    SELECT lease.after_seq, t.url, t.language_id, t.kinds, t.secret, t.previous_secret, t.changes, d.id, d.body, d.attempts, d.due
+    FROM lease
+    LEFT JOIN LATERAL (
+      SELECT w.url, l.id AS language_id, w.kinds, w.secret,
+             CASE WHEN w.previous_secret_until > now() THEN w.previous_secret END AS previous_secret,
+             'changes' = ANY(w.events) AS changes
+      FROM webhooks w
+      JOIN languages l ON l.lang_key = ${pair.langKey} AND l.account_id = w.account_id AND l.deleted_at IS NULL
+      WHERE w.account_id = ${pair.accountId} AND w.id = ${pair.webhookId} AND w.active
+        AND (w.languages IS NULL OR l.id = ANY(w.languages))
+    ) t ON true
+    LEFT JOIN LATERAL (
+      SELECT id::text AS id, body, attempts, next_attempt_at <= now() AS due
+      FROM webhook_deliveries
+      WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND status <> 'delivered'
+      ORDER BY created_at, first_seq
+      LIMIT 1
+    ) d ON true
+  `);
+  if (row === null) return null;
+  const target =
+    row.url === null
+      ? null
+      : {
+          url: row.url,
+          language_id: row.language_id!,
+          kinds: row.kinds,
+          secret: row.secret!,
+          previous_secret: row.previous_secret,
+          changes: row.changes!,
+        };
+  const waiting = row.id === null ? null : { id: row.id, body: row.body!, attempts: row.attempts!, due: row.due! };
+  return { after: row.after_seq, target, waiting };
+}
+
+/** Moves the position on past entries filtered out, while this worker holds the pair. */
 export async function movePosition(db: CommonQueryMethods, pair: Pair, token: string, afterSeq: number): Promise<boolean> {
   const moved = await db.maybeOneFirst(sql.type(z.object({ after_seq: z.number() }))`
     UPDATE webhook_positions SET after_seq = ${afterSeq}
@@ -75,25 +137,6 @@ export async function movePosition(db: CommonQueryMethods, pair: Pair, token: st
     RETURNING after_seq
   `);
   return moved !== null;
-}
-
-export const undeliveredRow = z.object({
-  id: z.string(),
-  body: z.string(),
-  attempts: z.number(),
-  due: z.boolean(),
-});
-export type Undelivered = z.infer<typeof undeliveredRow>;
-
-/** The pair's oldest delivery not yet answered 2xx: the only one that may be sent (interface §23.3). */
-export async function oldestUndelivered(db: CommonQueryMethods, pair: Pair): Promise<Undelivered | null> {
-  return db.maybeOne(sql.type(undeliveredRow)`
-    SELECT id::text AS id, body, attempts, next_attempt_at <= now() AS due
-    FROM webhook_deliveries
-    WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND status <> 'delivered'
-    ORDER BY created_at, first_seq
-    LIMIT 1
-  `);
 }
 
 export interface NewDelivery {
@@ -105,28 +148,51 @@ export interface NewDelivery {
   body: string;
 }
 
-export async function insertDelivery(db: CommonQueryMethods, pair: Pair, delivery: NewDelivery): Promise<void> {
-  await db.query(sql.unsafe`
+/**
+ * Stores the next delivery and moves the position to `position` (past its
+ * entries, and past entries of other kinds examined with them), as one
+ * statement (so both or neither), while this worker holds the pair.
+ * @returns whether it was stored (false: the lease was lost).
+ */
+export async function storeDelivery(
+  db: CommonQueryMethods,
+  pair: Pair,
+  token: string,
+  delivery: NewDelivery,
+  position: number,
+): Promise<boolean> {
+  const stored = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+    WITH moved AS (
+      UPDATE webhook_positions SET after_seq = ${position}
+      WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey}
+        AND lease_token = ${token} AND leased_until > now()
+      RETURNING 1
+    )
     INSERT INTO webhook_deliveries
       (id, account_id, webhook_id, lang_key, language_id, type, entries, first_seq, last_seq, body, next_attempt_at, created_at)
-    VALUES (${delivery.id}, ${pair.accountId}, ${pair.webhookId}, ${pair.langKey}, ${delivery.languageId}, 'changes',
-            ${delivery.entries}, ${delivery.firstSeq}, ${delivery.lastSeq}, ${delivery.body}, now(), clock_timestamp())
+    SELECT ${delivery.id}, ${pair.accountId}, ${pair.webhookId}, ${pair.langKey}, ${delivery.languageId}, 'changes',
+           ${delivery.entries}, ${delivery.firstSeq}, ${delivery.lastSeq}, ${delivery.body}, now(), clock_timestamp()
+    FROM moved
+    RETURNING id::text AS id
   `);
+  return stored !== null;
 }
 
-/** Answered 2xx: delivered; the webhook is no longer failing unless another of its deliveries still is. */
+/** Answered 2xx: delivered; the webhook is no longer failing unless another of its deliveries still is. One statement. */
 export async function markDelivered(db: CommonQueryMethods, pair: Pair, id: string, statusCode: number): Promise<void> {
   await db.query(sql.unsafe`
-    UPDATE webhook_deliveries
-    SET status = 'delivered', attempts = attempts + 1, last_status_code = ${statusCode}, last_error = NULL, delivered_at = now()
-    WHERE id = ${id} AND account_id = ${pair.accountId}
-  `);
-  await db.query(sql.unsafe`
+    WITH delivered AS (
+      UPDATE webhook_deliveries
+      SET status = 'delivered', attempts = attempts + 1, last_status_code = ${statusCode}, last_error = NULL, delivered_at = now()
+      WHERE id = ${id} AND account_id = ${pair.accountId}
+      RETURNING id
+    )
     UPDATE webhooks SET failing_since = NULL
     WHERE account_id = ${pair.accountId} AND id = ${pair.webhookId} AND failing_since IS NOT NULL
       AND NOT EXISTS (
         SELECT 1 FROM webhook_deliveries
         WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND status = 'failing'
+          AND id NOT IN (SELECT id FROM delivered)
       )
   `);
 }

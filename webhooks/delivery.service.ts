@@ -4,16 +4,15 @@ import { encodeFeedCursor } from '../feed/feed-cursor.js';
 import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import {
-  deliverableTarget,
-  insertDelivery,
   leasePair,
   markDelivered,
   markFailed,
   movePosition,
-  oldestUndelivered,
+  nextStep,
   type Pair,
   type PairTarget,
   releasePair,
+  storeDelivery,
   type Undelivered,
 } from './delivery.repository.js';
 import { sendDelivery } from './delivery.sender.js';
@@ -24,8 +23,8 @@ import { signatureHeader } from './webhook-secret.js';
 export const DELIVERY_MAX_ENTRIES = 100;
 /** Failing this long disables a webhook (interface §23.4). */
 export const DISABLE_AFTER_MS = 24 * 3_600_000;
-/** Deliveries one job sends at most, so that a pair with a long backlog takes turns with the others. */
-const DELIVERIES_PER_RUN = 20;
+/** How long one run keeps sending, so that a pair with a long backlog takes turns with the others. */
+const RUN_MS = 1_000;
 
 export interface DeliveryOptions {
   allowPrivate: boolean;
@@ -36,7 +35,7 @@ export interface DeliveryOptions {
  * Delivers a webhook's entries of one language (interface §23.2-23.4): holding
  * the pair, sends its oldest undelivered delivery when due; when none waits,
  * puts the next up to 100 entries after its position into a new delivery
- * (moving the position with it, in one transaction) and sends that. A
+ * (moving the position with it, in one statement) and sends that. A
  * failure ends the run: nothing later is sent before it is answered 2xx.
  * @returns whether the pair may have more to send now.
  */
@@ -44,19 +43,13 @@ export async function deliverPair(db: Database, pair: Pair, options: DeliveryOpt
   const token = randomUUID();
   if ((await leasePair(db, pair, token)) === null) return false;
   try {
-    for (let sent = 0; sent < DELIVERIES_PER_RUN; sent += 1) {
-      const target = await deliverableTarget(db, pair);
-      if (!target) return false;
-      const after = await leasePair(db, pair, token);
-      if (after === null) return false;
-      let waiting = await oldestUndelivered(db, pair);
-      if (!waiting) {
-        if (!target.changes || !(await prepareNext(db, pair, token, target, after))) return false;
-        waiting = await oldestUndelivered(db, pair);
-        if (!waiting) return false;
-      }
-      if (!waiting.due) return false;
-      if (!(await attempt(db, pair, target, waiting, options, logger))) return false;
+    const until = performance.now() + RUN_MS;
+    while (performance.now() < until) {
+      const step = await nextStep(db, pair, token);
+      if (!step?.target) return false;
+      const waiting = step.waiting ?? (step.target.changes ? await prepareNext(db, pair, token, step.target, step.after) : null);
+      if (!waiting?.due) return false;
+      if (!(await attempt(db, pair, step.target, waiting, options, logger))) return false;
     }
     return true;
   } finally {
@@ -64,30 +57,29 @@ export async function deliverPair(db: Database, pair: Pair, options: DeliveryOpt
   }
 }
 
-/** Puts the entries after `after` into a delivery. @returns whether there was one to make. */
-async function prepareNext(db: Database, pair: Pair, token: string, target: PairTarget, after: number): Promise<boolean> {
+/** Puts the entries after `after` into a delivery. @returns it, or null when there was none to make. */
+async function prepareNext(db: Database, pair: Pair, token: string, target: PairTarget, after: number): Promise<Undelivered | null> {
   const span = { langKey: pair.langKey, languageId: target.language_id, after };
   const read = await readEntriesAfter(db, span, { limit: DELIVERY_MAX_ENTRIES, kinds: target.kinds ?? undefined });
   if (read.rows.length === 0) {
     // Only entries of other kinds: passed by.
     if (read.next > after) await movePosition(db, pair, token, read.next);
-    return false;
+    return null;
   }
   const nextCursor = encodeFeedCursor({ langKey: pair.langKey, languageId: target.language_id, seq: read.next });
   // The entries are JSON text already (feed/feed.repository.ts); the body is assembled around them, not re-serialised.
   const body = `{"type":"changes","webhook_id":${JSON.stringify(pair.webhookId)},"language_id":${JSON.stringify(target.language_id)},"data":[${read.rows.map((row) => row.entry).join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}`;
-  return db.transaction(async (tx) => {
-    if (!(await movePosition(tx, pair, token, read.next))) return false;
-    await insertDelivery(tx, pair, {
-      id: randomUUID(),
-      languageId: target.language_id,
-      entries: read.rows.length,
-      firstSeq: read.rows[0]!.seq,
-      lastSeq: read.rows.at(-1)!.seq,
-      body,
-    });
-    return true;
-  });
+  const id = randomUUID();
+  const delivery = {
+    id,
+    languageId: target.language_id,
+    entries: read.rows.length,
+    firstSeq: read.rows[0]!.seq,
+    lastSeq: read.rows.at(-1)!.seq,
+    body,
+  };
+  const stored = await storeDelivery(db, pair, token, delivery, read.next);
+  return stored ? { id, body, attempts: 0, due: true } : null;
 }
 
 /** Sends one delivery once and records the outcome. @returns whether it was answered 2xx. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import pg from 'pg';
 import type { Database } from '../platform/db.js';
@@ -46,13 +46,24 @@ export class WebhookWaker {
     void this.sweep();
   }
 
-  /** Sweeps shortly (a run that left more to send, a heard commit). */
+  /** Sweeps shortly (a heard commit). */
   wake(): void {
     if (this.stopped || this.soon) return;
     this.soon = setTimeout(() => {
       this.soon = undefined;
       void this.sweep();
     }, HEARD_DELAY_MS);
+  }
+
+  /**
+   * Queues the pair again at once: a run that stopped with more to send (its
+   * time was up) is followed by the next without waiting for a sweep. Its own
+   * job id, as the run's job is still active and a sweep's id for this window
+   * may be taken.
+   */
+  async continue(pair: Pair): Promise<void> {
+    if (this.stopped) return;
+    await this.queue.add('deliver-webhook', pair, { ...JOB_OPTIONS, jobId: `webhook-${pairKey(pair)}-more-${randomUUID()}` });
   }
 
   async stop(): Promise<void> {
@@ -87,12 +98,7 @@ export class WebhookWaker {
       await announceFinishedBulkJobs(this.db);
       const window = Math.floor(Date.now() / JOB_WINDOW_MS);
       for (const pair of await pairsWithWork(this.db, PAIRS_PER_SWEEP)) {
-        await this.queue.add('deliver-webhook', pair, {
-          jobId: `webhook-${pairKey(pair)}-${window}`,
-          attempts: 1,
-          removeOnComplete: true,
-          removeOnFail: true,
-        });
+        await this.queue.add('deliver-webhook', pair, { ...JOB_OPTIONS, jobId: `webhook-${pairKey(pair)}-${window}` });
       }
     } catch (error) {
       this.logger.warn({ err: (error as Error).message }, 'webhook sweep failed');
@@ -121,6 +127,9 @@ export class WebhookWaker {
     }
   }
 }
+
+/** A run that fails is not retried by BullMQ: the pair's state is in Postgres, and the next sweep queues it again. */
+const JOB_OPTIONS = { attempts: 1, removeOnComplete: true, removeOnFail: true } as const;
 
 /** A job id part for a pair: webhook ids may hold any character, BullMQ ids may not. */
 const pairKey = (pair: Pair): string =>

@@ -73,7 +73,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     metrics: applierMetrics,
     webhooks: {
       options: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE, retryBaseMs: config.WEBHOOK_RETRY_BASE_MS },
-      wake: () => waker.wake(),
+      continue: (pair) => waker.continue(pair),
     },
   };
 

@@ -5,6 +5,7 @@ import type { ApplierMetrics } from '../../platform/metrics.js';
 import type { JobData, JobName } from '../../platform/queue.js';
 import type { DrainOptions } from '../../sync/drain.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
+import type { Pair } from '../../webhooks/delivery.repository.js';
 import type { DeliveryOptions } from '../../webhooks/delivery.service.js';
 
 export interface ProcessorContext {
@@ -17,8 +18,8 @@ export interface ProcessorContext {
   metrics: ApplierMetrics;
   /** Changes of a language left to apply at which a bulk file waits for the applier (backpressure). */
   maxEffectsBacklog: number;
-  /** Webhook deliveries: their settings, and a wake-up for pairs with more to send (webhooks/webhook.waker.ts). */
-  webhooks: { options: DeliveryOptions; wake(): void };
+  /** Webhook deliveries: their settings, and the next run queued for a pair with more to send (webhooks/webhook.waker.ts). */
+  webhooks: { options: DeliveryOptions; continue(pair: Pair): Promise<void> };
 }
 
 export type Processor<N extends JobName> = (job: Job<JobData[N]>, context: ProcessorContext) => Promise<unknown>;
