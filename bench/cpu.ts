@@ -56,6 +56,13 @@ export async function rssMiB(pid: number): Promise<number | null> {
  * commit), but on a server shared with other databases it is not all the
  * phase's.
  */
+/** What a watched phase cost: CPU seconds, peak RSS (MiB) and system calls, by process name. */
+export interface PhaseCost {
+  cpu: Record<string, number>;
+  rss: Record<string, number>;
+  syscalls: Record<string, number>;
+}
+
 export class CpuWatch {
   private readonly startCpu = new Map<string, number>();
   private readonly lastCpu = new Map<string, number>();
@@ -133,7 +140,7 @@ export class CpuWatch {
    * `postgres_background`: the server's background processes), peak RSS in MiB, and read and write system calls per
    * named process.
    */
-  async stop(): Promise<{ cpu: Record<string, number>; rss: Record<string, number>; syscalls: Record<string, number> }> {
+  async stop(): Promise<PhaseCost> {
     clearInterval(this.timer);
     await this.sampling;
     await this.sample(false);

@@ -1,0 +1,36 @@
+/** What `npm run bench` reads from its environment (README, Benchmark). */
+const number = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
+export const benchConfig = {
+  /** A Postgres server to run against instead of one of the bench's own (started on docker-compose.yml's settings). */
+  givenPostgres: process.env['BENCH_POSTGRES_URL'],
+  redisUrl: process.env['BENCH_REDIS_URL'] ?? 'redis://127.0.0.1:6379',
+  durationS: number('BENCH_DURATION_S', 20),
+  readDurationS: number('BENCH_READ_DURATION_S', 15),
+  /**
+   * Load each measured run is given first, not counted: a process just started runs its code unoptimised for its
+   * first seconds (V8 tiers a function up only after many calls), which would put most of a short run's slowest
+   * responses in its first second. The floor warms too; both are measured warm, as a deployment runs.
+   */
+  warmupS: number('BENCH_WARMUP_S', 3),
+  bulkLines: number('BENCH_BULK_LINES', 1_000_000),
+  /** Lines of the customer file (the profiles phase): new profiles, each matched by the profile rule (interface §4.5) before it is written. */
+  profileLines: number('BENCH_PROFILE_LINES', 200_000),
+  bulkTimeoutS: number('BENCH_BULK_TIMEOUT_S', 300),
+  walkTimeoutS: number('BENCH_WALK_TIMEOUT_S', 60),
+  categories: 1_000,
+  /** Comma-separated subset of the phases (all by default): for profiling one phase. */
+  phases: new Set((process.env['BENCH_PHASES'] ?? 'writes,uploads,bulk,profiles,reads,feed,webhooks').split(',')),
+  /** How long the feed and webhook phases read or deliver the bulk catalogue's history before they stop counting. */
+  feedTimeoutS: number('BENCH_FEED_TIMEOUT_S', 60),
+  /** Single writes a second while the webhook lag is measured. */
+  webhookLagRate: number('BENCH_WEBHOOK_LAG_RATE', 500),
+  /** Reads timed while bodies of newlines are uploaded (the uploads phase). */
+  uploadReads: 1_000,
+  /** When set, the API and worker write V8 CPU profiles (--cpu-prof) into this directory. */
+  profileDir: process.env['BENCH_PROFILE_DIR'],
+  rateLimit: (process.env['BENCH_RATE_LIMIT'] ?? 'on') !== 'off',
+  /** When set, the bench database is left behind (its name is logged), to look into a figure with psql afterwards. */
+  keepDatabase: Boolean(process.env['BENCH_KEEP_DATABASE']),
+};
+export type BenchConfig = typeof benchConfig;
