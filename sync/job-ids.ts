@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+
 /*
  * Every BullMQ job id the service creates. BullMQ keeps one job per id, so an
  * id is also a deduplication rule: jobs that share an id collapse into one.
@@ -19,6 +21,8 @@ export const BACKGROUND_PRIORITY = 1;
 export const WAKE_WINDOW_MS = 50;
 /** The sweeper re-creates apply jobs at most once per language per this many milliseconds. */
 export const SWEEP_APPLY_WINDOW_MS = 1_000;
+/** A webhook and language's wake-ups within this many milliseconds are one job. */
+export const WEBHOOK_JOB_WINDOW_MS = 250;
 /** A bulk file gets its next slice queued at most once per this many milliseconds. */
 export const BULK_SLICE_WINDOW_MS = 250;
 
@@ -37,7 +41,7 @@ export const jobIds = {
    */
   applyDeduplication: (langKey: number) => `apply-${langKey}`,
   /**
-   * apply-outbox from the sweeper (sweeper.ts): a different id, so a finished wake-up job does not hide it,
+   * apply-outbox from the sweeper (worker/sweeper.ts): a different id, so a finished wake-up job does not hide it,
    * and not deduplicated: the safety net must not depend on the state of another job.
    */
   applyFromSweep: (langKey: number, now = Date.now()) => `apply-${langKey}-sweep-${windowOf(now, SWEEP_APPLY_WINDOW_MS)}`,
@@ -47,6 +51,10 @@ export const jobIds = {
   bulkSlice: (bulkJobId: string, now = Date.now()) => `bulk-${bulkJobId}-${windowOf(now, BULK_SLICE_WINDOW_MS)}`,
   /** One purge per deleted language. */
   purgeLanguage: (langKey: number) => `purge-language-${langKey}`,
+  /** deliver-webhook from the webhook waker's sweep (webhooks/webhook.waker.ts): one per pair and window. */
+  deliverWebhook: (pairKey: string, now = Date.now()) => `webhook-${pairKey}-${windowOf(now, WEBHOOK_JOB_WINDOW_MS)}`,
+  /** deliver-webhook queued by a run that left more to send: an id of its own, as the run's job is still active. */
+  deliverWebhookAgain: (pairKey: string) => `webhook-${pairKey}-more-${randomUUID()}`,
 } as const;
 
 /** The window a wake-up job id belongs to, so the notifier can skip a Redis call for the rest of it. */

@@ -20,7 +20,7 @@ import { appliedThroughOf } from './applier.repository.js';
  * A failed queue job is not counted: jobs only wake a worker up, the work
  * itself is in Postgres. A wake-up job that used up its attempts while
  * Postgres was away is run again by the sweeper once Postgres is back
- * (sync/sweeper.ts), and one refused for good (a malformed job) stays visible
+ * (worker/sweeper.ts), and one refused for good (a malformed job) stays visible
  * in the queue dashboard.
  */
 

@@ -1,16 +1,15 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import pg from 'pg';
 import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import { AUDIT_WRITTEN } from '../sync/audit.repository.js';
+import { jobIds } from '../sync/job-ids.js';
 import { announceFinishedBulkJobs } from './bulk-finished.announcer.js';
 import { type Pair, pairsWithWork } from './delivery.repository.js';
 
 /** How often every worker process looks for webhook work, whatever it heard. */
 export const WEBHOOK_SWEEP_MS = 1_000;
-/** A pair's wake-ups within this window are one job. */
-const JOB_WINDOW_MS = 250;
 /** A heard commit is looked at after this long, so that a burst of commits makes one sweep. */
 const HEARD_DELAY_MS = 20;
 /** Pairs queued per sweep at most; the rest on the next. */
@@ -63,7 +62,7 @@ export class WebhookWaker {
    */
   async continue(pair: Pair): Promise<void> {
     if (this.stopped) return;
-    await this.queue.add('deliver-webhook', pair, { ...JOB_OPTIONS, jobId: `webhook-${pairKey(pair)}-more-${randomUUID()}` });
+    await this.queue.add('deliver-webhook', pair, { ...JOB_OPTIONS, jobId: jobIds.deliverWebhookAgain(pairKey(pair)) });
   }
 
   async stop(): Promise<void> {
@@ -96,9 +95,8 @@ export class WebhookWaker {
     if (this.stopped) return;
     try {
       await announceFinishedBulkJobs(this.db);
-      const window = Math.floor(Date.now() / JOB_WINDOW_MS);
       for (const pair of await pairsWithWork(this.db, PAIRS_PER_SWEEP)) {
-        await this.queue.add('deliver-webhook', pair, { ...JOB_OPTIONS, jobId: `webhook-${pairKey(pair)}-${window}` });
+        await this.queue.add('deliver-webhook', pair, { ...JOB_OPTIONS, jobId: jobIds.deliverWebhook(pairKey(pair)) });
       }
     } catch (error) {
       this.logger.warn({ err: (error as Error).message }, 'webhook sweep failed');

@@ -14,10 +14,10 @@ import {
 import { createQueues, type JobName, jobOptionsOf, QUEUES, type QueueKey, settleConnections } from '../platform/queue.js';
 import { createRedis } from '../platform/redis.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
-import { Sweeper } from '../sync/sweeper.js';
 import { WebhookWaker } from '../webhooks/webhook.waker.js';
 import { assertRegistryComplete, processors } from './processors/index.js';
 import type { Processor, ProcessorContext } from './processors/processor.js';
+import { Sweeper } from './sweeper.js';
 
 export interface RunningWorker {
   /** Port of this worker's GET /metrics. */

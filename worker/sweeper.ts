@@ -4,8 +4,8 @@ import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import type { QueueKey } from '../platform/queue.js';
 import { listLanguagesPendingPurge } from '../records/language.repository.js';
-import { languagesWithPendingChanges } from './applier.repository.js';
-import { BACKGROUND_PRIORITY, jobIds } from './job-ids.js';
+import { languagesWithPendingChanges } from '../sync/applier.repository.js';
+import { BACKGROUND_PRIORITY, jobIds } from '../sync/job-ids.js';
 
 /** How often each worker process sweeps. */
 export const SWEEP_INTERVAL_MS = 250;
@@ -23,7 +23,7 @@ const RECOVER_PAGE = 200;
  * Redis is a transport, Postgres the truth: every worker process re-creates,
  * from what Postgres says is pending, the jobs that would do it. A job lost
  * between a commit and its enqueue, or a Redis that restarted empty, only
- * delays the work by one sweep. The job ids (job-ids.ts) make re-creating a
+ * delays the work by one sweep. The job ids (sync/job-ids.ts) make re-creating a
  * job that is already queued a no-op.
  *
  * A wake-up job that used up its attempts while Postgres (or anything else it
