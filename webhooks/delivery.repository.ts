@@ -64,6 +64,8 @@ export interface PairStep {
   target: PairTarget | null;
   /** The pair's oldest delivery not yet answered 2xx: the only one that may be sent (interface §23.3). */
   waiting: Undelivered | null;
+  /** How many deliveries are not yet answered 2xx, counted up to 2. */
+  undelivered: number;
 }
 
 const stepRow = z.object({
@@ -78,6 +80,7 @@ const stepRow = z.object({
   body: z.string().nullable(),
   attempts: z.number().nullable(),
   due: z.boolean().nullable(),
+  undelivered: z.number(),
 });
 
 /**
@@ -93,7 +96,12 @@ export async function nextStep(db: CommonQueryMethods, pair: Pair, token: string
       WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND lease_token = ${token}
       RETURNING after_seq
     )
-    SELECT lease.after_seq, t.url, t.language_id, t.kinds, t.secret, t.previous_secret, t.changes, d.id, d.body, d.attempts, d.due
+    SELECT lease.after_seq, t.url, t.language_id, t.kinds, t.secret, t.previous_secret, t.changes, d.id, d.body, d.attempts, d.due,
+           (SELECT count(*)::int FROM (
+              SELECT 1 FROM webhook_deliveries
+              WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND status <> 'delivered'
+              LIMIT 2
+            ) u) AS undelivered
     FROM lease
     LEFT JOIN LATERAL (
       SELECT w.url, l.id AS language_id, w.kinds, w.secret,
@@ -125,7 +133,7 @@ export async function nextStep(db: CommonQueryMethods, pair: Pair, token: string
           changes: row.changes!,
         };
   const waiting = row.id === null ? null : { id: row.id, body: row.body!, attempts: row.attempts!, due: row.due! };
-  return { after: row.after_seq, target, waiting };
+  return { after: row.after_seq, target, waiting, undelivered: row.undelivered };
 }
 
 /** Moves the position on past entries filtered out, while this worker holds the pair. */
