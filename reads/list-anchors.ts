@@ -1,7 +1,8 @@
 import type { ListKey } from '../catalogue/list-cursor.js';
 import type { StoredKind } from '../catalogue/record-kinds.js';
 import type { Database } from '../platform/db.js';
-import { type ListPosition, readListAnchors } from './read.repository.js';
+import { readListAnchors } from './list-anchors.repository.js';
+import type { ListPosition } from './list-request.js';
 
 /*
  * Deep pages of the big unfiltered lists without walking the index from the

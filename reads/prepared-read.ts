@@ -6,7 +6,7 @@ import { createStatementPool, type StatementPoolOptions } from '../platform/stat
 import { ListPageCache } from './list-page-cache.js';
 
 /*
- * The v2 list statement (read.repository.ts `listStatement`) sent through
+ * The v2 list statement (list-statement.ts `listStatement`) sent through
  * `pg` directly, as a named prepared statement with a generic plan, on a
  * pool of its own. Like the single write (sync/prepared-write.ts), it is a
  * statement every request of its route runs, and slonik can give it neither:
@@ -75,7 +75,7 @@ export class PreparedReader {
     return this.oneOf(query.sql.replace(/\$slonik_(\d+)/g, '$$$1'), query.values as unknown[], query.parser, prepare);
   }
 
-  /** As `one`, for a statement already in Postgres' form (read.repository.ts keeps the list statements built). */
+  /** As `one`, for a statement already in Postgres' form (list-statement-cache.ts keeps the list statements built). */
   async oneOf<T extends z.ZodTypeAny>(text: string, values: unknown[], parser: T, prepare: boolean): Promise<z.infer<T>> {
     const result = await this.pool.query({ ...(prepare ? { name: this.nameOf(text) } : {}), text, values });
     if (result.rows.length !== 1) throw new Error(`expected one row, got ${result.rows.length}`);

@@ -18,25 +18,16 @@ import { toLanguageResponse } from '../records/language.repository.js';
 import { forgetLanguageForWrites, languageForWrites, requireLanguage } from '../records/language.service.js';
 import { findLiveRecord, findLiveRecords } from '../records/record.repository.js';
 import type { StoredRecord } from '../sync/write.repository.js';
+import { brandProductIds, linkedIds, profilesByEmail } from './item-lists.repository.js';
+import type { ItemPart, ItemShape } from './item-shape.js';
+import { countLanguages, type PageWindow, pageOfLanguages } from './language-list.repository.js';
 import { deepPosition, noteDeepRead } from './list-anchors.js';
+import { listPage } from './list-page.js';
+import type { ListParent, ListPosition, ListRequest, ListScope } from './list-request.js';
+import type { ListPage } from './list-statement.js';
 import type { PreparedReader } from './prepared-read.js';
-import type { ItemPart, ListPosition, ListRequest } from './read.repository.js';
-import {
-  beginReadSnapshot,
-  brandProductIds,
-  countLanguages,
-  foldRecordCount,
-  type ItemShape,
-  type ListPage,
-  type ListParent,
-  type ListScope,
-  linkedIds,
-  listPage,
-  type PageWindow,
-  pageOfLanguages,
-  profilesByEmail,
-  vacuumRecordCounts,
-} from './read.repository.js';
+import { beginReadSnapshot } from './read-snapshot.js';
+import { foldRecordCount, vacuumRecordCounts } from './record-counts.repository.js';
 
 /**
  * The v2 reads (interface §8): lists and sub-lists with pagination and
