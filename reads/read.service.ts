@@ -2,8 +2,6 @@ import type { CommonQueryMethods } from 'slonik';
 import { encodeCursor } from '../catalogue/list-cursor.js';
 import {
   hasFilters,
-  type ListQuery,
-  listQuerySchema,
   pageQuerySchema,
   profileListQuerySchema,
   type RecordListQuery,
@@ -14,178 +12,23 @@ import { KINDS, LINE_LISTS, type LineParent, type StoredKind } from '../catalogu
 import { parseOrThrow } from '../catalogue/validation.js';
 import type { Database } from '../platform/db.js';
 import { RecordNotFoundError, ValidationError } from '../platform/errors.js';
-import { toLanguageResponse } from '../records/language.repository.js';
 import { forgetLanguageForWrites, languageForWrites, requireLanguage } from '../records/language.service.js';
 import { findLiveRecord, findLiveRecords } from '../records/record.repository.js';
 import type { StoredRecord } from '../sync/write.repository.js';
-import { brandProductIds, linkedIds, profilesByEmail } from './item-lists.repository.js';
-import type { ItemPart, ItemShape } from './item-shape.js';
-import { countLanguages, type PageWindow, pageOfLanguages } from './language-list.repository.js';
+import type { ItemShape } from './item-shape.js';
 import { deepPosition, noteDeepRead } from './list-anchors.js';
 import { listPage } from './list-page.js';
 import type { ListParent, ListPosition, ListRequest, ListScope } from './list-request.js';
 import type { ListPage } from './list-statement.js';
-import type { PreparedReader } from './prepared-read.js';
-import { beginReadSnapshot } from './read-snapshot.js';
+import { type ListJson, listJson, type ReadContext } from './read-context.js';
 import { foldRecordCount, vacuumRecordCounts } from './record-counts.repository.js';
+import { type Item, type Line, presentRecords } from './record-presenter.js';
+import { CATEGORY_SUMMARY, PRODUCT, PRODUCT_SUMMARY, PROFILE_SUMMARY, SHAPES, VARIANT_SUMMARY } from './v2-shapes.js';
 
 /**
  * The v2 reads (interface §8): lists and sub-lists with pagination and
- * filters, single records, and the shapes they are shown in.
+ * filters, and single records, in the shapes of v2-shapes.ts.
  */
-
-export interface ReadContext {
-  db: Database;
-  /** The pool of the list pages' prepared statements (prepared-read.ts). */
-  reader: PreparedReader;
-  accountId: number;
-}
-
-type Item = Record<string, unknown>;
-
-/** A list response, already serialised: `{"data":[...],"meta":{"current_page","per_page","total"}}`, as text or bytes. */
-export type ListJson = string | Buffer;
-
-const fields = (...names: string[]): ItemShape => names.map((field) => ({ key: field, from: 'field', field }));
-const ID: ItemShape = [{ key: 'id', from: 'id' }];
-const CREATED: ItemShape = [{ key: 'created_at', from: 'created_at' }];
-const UPDATED: ItemShape = [{ key: 'updated_at', from: 'updated_at' }];
-const CUSTOM_ATTRIBUTES: ItemShape = [{ key: 'custom_attributes', from: 'custom_attributes' }];
-
-/** interface §8.2 (product): own fields, brand, current links and custom attributes. */
-const PRODUCT: ItemShape = [
-  ...ID,
-  ...fields('name', 'visible', 'main_image', 'url', 'short_description', 'price', 'brand_id'),
-  { key: 'category_ids', from: 'links', rel: 'product_category', side: 'a' },
-  { key: 'relevant_product_ids', from: 'links', rel: 'relevant', side: 'a' },
-  ...CUSTOM_ATTRIBUTES,
-  ...CREATED,
-  ...UPDATED,
-];
-
-/** interface §8.2 (category). */
-const CATEGORY: ItemShape = [
-  ...ID,
-  ...fields('name', 'parent_category_id'),
-  { key: 'product_ids', from: 'links', rel: 'product_category', side: 'b' },
-  ...fields('url', 'visible'),
-  ...CREATED,
-  ...UPDATED,
-  ...CUSTOM_ATTRIBUTES,
-];
-
-/**
- * Every other kind in its v2 shape (interface §14): the v1 field table plus
- * the v2 fields, read-only lists derived from the record, the kind's timestamps.
- */
-const v2Shape = (kind: StoredKind, derived: ItemShape = []): ItemShape => {
-  const definition = KINDS[kind];
-  const parts: ItemPart[] = [...ID];
-  for (const field of definition.v2.dataFields) {
-    if (field === 'custom_attributes') parts.push(...CUSTOM_ATTRIBUTES);
-    else if (kind === 'order' && field === 'products') parts.push({ key: 'products', from: 'order_lines' });
-    else if (kind === 'shopping_cart' && field === 'product_ids') parts.push({ key: 'product_ids', from: 'list', field });
-    else parts.push(...fields(field));
-  }
-  parts.push(...derived);
-  if (definition.timestamps.created) parts.push(...CREATED);
-  if (definition.timestamps.updated) parts.push(...UPDATED);
-  return parts;
-};
-
-const SHAPES: Record<StoredKind, ItemShape> = {
-  product: PRODUCT,
-  category: CATEGORY,
-  /** interface §14.1 (brand): product_ids are the live products whose brand_id is the brand. */
-  brand: v2Shape('brand', [{ key: 'product_ids', from: 'brand_products' }]),
-  variant: v2Shape('variant'),
-  review: v2Shape('review'),
-  profile: v2Shape('profile'),
-  order: v2Shape('order', [{ key: 'product_ids', from: 'line_products' }]),
-  shopping_cart: v2Shape('shopping_cart'),
-  global_unsubscribe: [
-    { key: 'profile_email', from: 'id' },
-    ...fields('unsubscribed'),
-    { key: 'profile_id', from: 'profile_by_email' },
-    ...CREATED,
-    ...UPDATED,
-  ],
-  purchase_event: [{ key: 'order_id', from: 'id' }, ...fields('profile_id', 'visitor_token'), ...CREATED, ...UPDATED],
-};
-
-/** Summary items of the sub-listings and the profiles list (interface §8.3). */
-const renamed = (key: string, field: string): ItemShape => [{ key, from: 'field', field }];
-const VARIANT_SUMMARY: ItemShape = [...ID, ...renamed('name', 'title'), ...renamed('price', 'price_incl'), ...fields('main_image')];
-const CATEGORY_SUMMARY: ItemShape = ID;
-const PRODUCT_SUMMARY: ItemShape = [...ID, ...fields('name', 'url')];
-const PROFILE_SUMMARY: ItemShape = [...ID, ...fields('email', 'first_name', 'last_name')];
-
-type Line = { id: string; quantity?: number | null; variant_id?: string | null };
-const linesOf = (record: StoredRecord): Line[] => (Array.isArray(record.data['products']) ? (record.data['products'] as Line[]) : []);
-
-/** Shows records in `shape` (the JavaScript twin of the lists' SQL): one query per list field, for all records at once. */
-async function present(db: CommonQueryMethods, langKey: number, shape: ItemShape, records: readonly StoredRecord[]): Promise<Item[]> {
-  const ids = records.map((record) => record.id);
-  const lists = new Map<string, Map<string, string[]>>();
-  let profiles = new Map<string, string>();
-  for (const part of shape) {
-    if (part.from === 'links') lists.set(part.key, await linkedIds(db, langKey, part.rel, part.side, ids));
-    if (part.from === 'brand_products') lists.set(part.key, await brandProductIds(db, langKey, ids));
-    if (part.from === 'profile_by_email') profiles = await profilesByEmail(db, langKey, ids);
-  }
-  return records.map((record) => {
-    const item: Item = {};
-    for (const part of shape) {
-      switch (part.from) {
-        case 'id':
-          item[part.key] = record.id;
-          break;
-        case 'created_at':
-        case 'updated_at':
-          item[part.key] = record[part.from];
-          break;
-        case 'field':
-          item[part.key] = record.data[part.field] ?? null;
-          break;
-        case 'custom_attributes':
-          item[part.key] = record.data['custom_attributes'] ?? [];
-          break;
-        case 'links':
-        case 'brand_products':
-          item[part.key] = lists.get(part.key)!.get(record.id) ?? [];
-          break;
-        case 'list':
-          item[part.key] = Array.isArray(record.data[part.field]) ? record.data[part.field] : [];
-          break;
-        case 'order_lines':
-          item[part.key] = linesOf(record).map((line) => ({
-            id: line.id,
-            quantity: line.quantity ?? null,
-            variant_id: line.variant_id ?? null,
-          }));
-          break;
-        case 'line_products':
-          item[part.key] = [...new Set(linesOf(record).map((line) => line.id))];
-          break;
-        case 'profile_by_email':
-          item[part.key] = profiles.get(record.id) ?? null;
-          break;
-      }
-    }
-    return item;
-  });
-}
-
-/**
- * Validates a list query (interface §8.7).
- * @throws {ValidationError} unknown_parameters, or invalid_parameters for a value out of range or malformed.
- */
-export function parseListQuery(query: Record<string, unknown>): ListQuery {
-  return parseOrThrow(listQuerySchema, query);
-}
-
-const listJson = (query: ListQuery, total: number, data: string): ListJson =>
-  `{"data":${data},"meta":{"current_page":${query.page},"per_page":${query.per_page},"total":${total}}}`;
 
 /**
  * An unfiltered total sums this many counter rows at most before the list
@@ -417,7 +260,7 @@ export function listCategoryProducts(context: ReadContext, languageId: string, c
 export async function getRecord(context: ReadContext, languageId: string, kind: StoredKind, id: string): Promise<Item> {
   const language = await requireLanguage(context.db, context.accountId, languageId);
   const record = await requireLiveRecord(context.db, language.lang_key, kind, id);
-  const [item] = await present(context.db, language.lang_key, SHAPES[kind], [record]);
+  const [item] = await presentRecords(context.db, language.lang_key, SHAPES[kind], [record]);
   return item!;
 }
 
@@ -435,7 +278,7 @@ export async function presentLiveRecords(
 ): Promise<Map<string, Item>> {
   const storable = [...new Set(ids)].filter((id) => isStorableText(id));
   const records = await findLiveRecords(db, langKey, kind, storable);
-  const items = await present(db, langKey, SHAPES[kind], records);
+  const items = await presentRecords(db, langKey, SHAPES[kind], records);
   return new Map(items.map((item, index) => [records[index]!.id, item]));
 }
 
@@ -445,39 +288,6 @@ export async function presentLiveRecords(
  */
 export async function presentStored(context: ReadContext, languageId: string, kind: StoredKind, record: StoredRecord): Promise<Item> {
   const language = await requireLanguage(context.db, context.accountId, languageId);
-  const [item] = await present(context.db, language.lang_key, SHAPES[kind], [record]);
+  const [item] = await presentRecords(context.db, language.lang_key, SHAPES[kind], [record]);
   return item!;
-}
-
-/**
- * The rows of the page within `total` results, or null past the end. A page
- * in the second half is read from the end of the index, so no page walks
- * more than half of the list.
- */
-export function windowOf(query: Pick<ListQuery, 'page' | 'per_page'>, total: number): PageWindow | null {
-  const offset = (query.page - 1) * query.per_page;
-  if (offset >= total) return null;
-  const limit = Math.min(query.per_page, total - offset);
-  const fromEnd = offset * 2 + limit > total;
-  return { offset: fromEnd ? total - offset - limit : offset, limit, fromEnd, total };
-}
-
-/** GET /api/v2/languages: the account's live languages (few: total and page in one repeatable-read snapshot). */
-export async function listLanguages(context: ReadContext, rawQuery: Record<string, unknown>): Promise<ListJson> {
-  const query = parseListQuery(rawQuery);
-  return context.db.transaction(async (tx) => {
-    await beginReadSnapshot(tx);
-    const total = await countLanguages(tx, context.accountId, query);
-    const window = windowOf(query, total);
-    const data = window ? await pageOfLanguages(tx, context.accountId, query, window) : [];
-    return listJson(query, total, JSON.stringify(data));
-  });
-}
-
-/**
- * GET /api/v2/languages/{language_id}.
- * @throws {LanguageNotFoundError}
- */
-export async function getLanguage(context: ReadContext, languageId: string): Promise<Item> {
-  return toLanguageResponse(await requireLanguage(context.db, context.accountId, languageId));
 }

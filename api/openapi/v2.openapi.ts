@@ -27,7 +27,7 @@ import { z } from './zod-openapi.js';
 
 /*
  * /api/v2 in the API description: PUT bodies from the v2 schemas that
- * validate them (record-kinds.ts), responses in the shapes of read.service.ts.
+ * validate them (record-kinds.ts), responses in the shapes of reads/v2-shapes.ts.
  */
 
 const pascal = (kind: string) => kind.replace(/(^|_)([a-z])/g, (_, __, letter: string) => letter.toUpperCase());
@@ -89,7 +89,7 @@ const DERIVED: Partial<Record<StoredKind, Record<string, ZodTypeAny>>> = {
   order: { product_ids: ids("The distinct products of the order's lines, in line order (read-only)") },
 };
 
-/** A kind's v2 record from its v2 write schema: every field present, null when unset, lists [] (read.service.ts). */
+/** A kind's v2 record from its v2 write schema: every field present, null when unset, lists [] (reads/v2-shapes.ts). */
 function v2RecordSchema(kind: StoredKind): ZodTypeAny {
   const definition = KINDS[kind];
   const shape = (definition.v2.schema as z.AnyZodObject).shape as Record<string, ZodTypeAny>;

@@ -9,22 +9,20 @@ import { KINDS, LINE_LISTS, LINK_WRITERS, type LineParent, RECORD_KINDS, STORED_
 import type { FeedWaiter } from '../../feed/feed.waiter.js';
 import type { Database } from '../../platform/db.js';
 import { LanguageNotFoundError } from '../../platform/errors.js';
+import { getLanguage, listLanguages } from '../../reads/language-read.service.js';
 import type { PreparedReader } from '../../reads/prepared-read.js';
 import {
-  getLanguage,
   getRecord,
-  type ListJson,
   listBrandProducts,
   listCategoryProducts,
-  listLanguages,
   listLines,
   listProductCategories,
   listProductVariants,
   listRecords,
   listRelevantProducts,
   presentStored,
-  type ReadContext,
 } from '../../reads/read.service.js';
+import type { ListJson, ReadContext } from '../../reads/read-context.js';
 import { listAttributeDefinitions, saveAttributeDefinition } from '../../records/attribute-definition.service.js';
 import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
 import { changeLink, deleteLine, putLine, removeRecord, storeRecord, type WriteContext } from '../../records/record.service.js';

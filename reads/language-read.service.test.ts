@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { windowOf } from './read.service.js';
+import { windowOf } from './language-read.service.js';
 
 describe('when the rows of a page are located in a list', () => {
   it('should read pages in the first half from the start', () => {

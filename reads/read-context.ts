@@ -1,0 +1,18 @@
+import type { ListQuery } from '../catalogue/list-query.schema.js';
+import type { Database } from '../platform/db.js';
+import type { PreparedReader } from './prepared-read.js';
+
+/** What a v2 read runs with: the pools and the account asking. */
+export interface ReadContext {
+  db: Database;
+  /** The pool of the list pages' prepared statements (prepared-read.ts). */
+  reader: PreparedReader;
+  accountId: number;
+}
+
+/** A list response, already serialised: `{"data":[...],"meta":{"current_page","per_page","total"}}`, as text or bytes. */
+export type ListJson = string | Buffer;
+
+/** A list response of `total` results with the page's items, already serialised (`data`). */
+export const listJson = (query: ListQuery, total: number, data: string): ListJson =>
+  `{"data":${data},"meta":{"current_page":${query.page},"per_page":${query.per_page},"total":${total}}}`;
