@@ -12,6 +12,7 @@ import type { FeedWaiter } from '../feed/feed.waiter.js';
 import type { Config } from '../platform/config.js';
 import type { Database } from '../platform/db.js';
 import type { PreparedReader } from '../reads/prepared-read.js';
+import type { ReadCaches } from '../reads/read-caches.js';
 import type { OutboxNotifier } from '../sync/outbox.notifier.js';
 import type { PreparedWriter } from '../sync/prepared-write.js';
 import type { AppState } from './context.js';
@@ -41,6 +42,8 @@ export interface AppDependencies {
   notifier: OutboxNotifier;
   writer: PreparedWriter;
   reader: PreparedReader;
+  /** The v2 reads' caches of this process (reads/read-caches.ts). */
+  caches: ReadCaches;
   /** Where the change feed's long polls wait (feed/feed.waiter.ts). */
   waiter: FeedWaiter;
   queues: Queue[];
@@ -61,6 +64,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     writerStats: deps.writer.stats,
     readPool: deps.reader.pool,
     pages: deps.reader.pages,
+    anchors: deps.caches.anchors.stats,
     queues: deps.queues,
     logger: deps.logger,
     waiter: deps.waiter,
@@ -138,6 +142,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
           v2Router({
             ...interfaceDeps,
             reader: deps.reader,
+            caches: deps.caches,
             waiter: deps.waiter,
             limiter,
             webhookAllowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE,

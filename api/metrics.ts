@@ -13,7 +13,7 @@ import {
   registerQueueMetrics,
   slonikPoolUsage,
 } from '../platform/metrics.js';
-import { anchorStats } from '../reads/list-anchors.js';
+import type { AnchorStats } from '../reads/list-anchors.js';
 import type { ListPageCache } from '../reads/list-page-cache.js';
 import type { WriterStats } from '../sync/prepared-write.js';
 import { outboxCounts } from '../sync/status.repository.js';
@@ -46,21 +46,22 @@ export interface ApiMetricsSources {
   writerStats: WriterStats;
   readPool: Pool;
   pages: ListPageCache;
+  /** The deep pages' anchor reads (reads/list-anchors.ts). */
+  anchors: AnchorStats;
   queues: Queue[];
   logger: Logger;
   waiter: FeedWaiter;
 }
 
 /** Deep pages of the v2 lists (reads/list-anchors.ts): whether they start from an anchor, and how often anchors are read. */
-export function registerAnchorMetrics(registry: Registry, db: Database): void {
-  // Counted where they happen (per pool, in list-anchors.ts); these counters show those counts at scrape time.
+export function registerAnchorMetrics(registry: Registry, stats: AnchorStats): void {
+  // Counted where they happen (list-anchors.ts); these counters show those counts at scrape time.
   new Counter({
     name: 'sync_list_anchor_reads_total',
     help: 'Deep-page anchor reads of v2 lists this API process started (outcome read), and those that failed',
     labelNames: ['outcome'],
     registers: [registry],
     collect() {
-      const stats = anchorStats(db);
       this.reset();
       this.inc({ outcome: 'read' }, stats.read);
       this.inc({ outcome: 'failed' }, stats.failed);
@@ -72,7 +73,6 @@ export function registerAnchorMetrics(registry: Registry, db: Database): void {
     labelNames: ['start'],
     registers: [registry],
     collect() {
-      const stats = anchorStats(db);
       this.reset();
       this.inc({ start: 'anchor' }, stats.fromAnchor);
       this.inc({ start: 'walked' }, stats.walked);
@@ -145,14 +145,25 @@ export function registerFeedMetrics(registry: Registry, waiter: FeedWaiter): voi
 }
 
 /** Everything the API's /metrics shows, in a registry of this app's own. */
-export function createApiMetrics({ db, copyPool, writePool, writerStats, readPool, pages, queues, logger, waiter }: ApiMetricsSources) {
+export function createApiMetrics({
+  db,
+  copyPool,
+  writePool,
+  writerStats,
+  readPool,
+  pages,
+  anchors,
+  queues,
+  logger,
+  waiter,
+}: ApiMetricsSources) {
   const registry = createMetricsRegistry('api');
   registerWriterMetrics(registry, writerStats);
   registerPageCacheMetrics(registry, pages);
   registerFeedMetrics(registry, waiter);
   registerQueueMetrics(registry, queues, logger);
   registerOutboxMetrics(registry, db, logger);
-  registerAnchorMetrics(registry, db);
+  registerAnchorMetrics(registry, anchors);
   registerPoolMetrics(registry, {
     api: slonikPoolUsage(db),
     write: pgPoolUsage(writePool),

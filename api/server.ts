@@ -9,6 +9,7 @@ import { createLogger, type Logger } from '../platform/logger.js';
 import { createQueues, jobOptionsOf, settleConnections } from '../platform/queue.js';
 import { createRedis } from '../platform/redis.js';
 import { PreparedReader } from '../reads/prepared-read.js';
+import { ReadCaches } from '../reads/read-caches.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { PreparedWriter } from '../sync/prepared-write.js';
 import { createApp } from './app.js';
@@ -40,6 +41,8 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     pageCacheBytes: config.LIST_PAGE_CACHE_MB * 1024 * 1024,
   });
   reader.pool.on('error', (error) => logger.warn({ err: error.message }, 'read pool error'));
+  // What the v2 reads keep between requests: built statements, deep-page anchors, counters being folded.
+  const caches = new ReadCaches(db);
   const redis = createRedis(config.REDIS_URL, 'producer');
   redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   // Every request's limit is counted in Redis, the requests of one tick in one script call (auth/request-limiter.ts).
@@ -66,6 +69,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     copyPool,
     writer,
     reader,
+    caches,
     redis,
     limitsRedis,
     logger,

@@ -44,7 +44,7 @@ export interface ListPageCacheStats {
 
 /**
  * A page's size as kept: its JSON at two bytes a character (V8's widest), the
- * body it was answered with (read.service.ts keeps it beside the page), and
+ * body it was answered with (read-caches.ts keeps it beside the page), and
  * the rest of the row.
  */
 const bytesOf = (page: CacheablePage) => page.data.length * 3 + 512;

@@ -1,10 +1,8 @@
 import { hasFilters } from '../catalogue/list-query.schema.js';
 import type { ListRequest } from './list-request.js';
 import { type ListPage, listRow } from './list-statement.js';
-import { ListStatementCache } from './list-statement-cache.js';
+import type { ListStatementCache } from './list-statement-cache.js';
 import type { PreparedReader } from './prepared-read.js';
-
-const statements = new ListStatementCache();
 
 /**
  * A list's total and one page of it (list-statement.ts), through the list
@@ -13,6 +11,7 @@ const statements = new ListStatementCache();
  */
 export async function listPage(
   reader: PreparedReader,
+  statements: ListStatementCache,
   langKey: number,
   request: ListRequest,
 ): Promise<{ page: ListPage; reused: boolean }> {

@@ -24,7 +24,7 @@ interface CachedStatement {
 /** Structures are few (kind × scope × position × filters); the last this many are kept. */
 const MAX_STATEMENTS = 1_000;
 
-/** The list statements built so far, per structure. */
+/** The list statements built so far, per structure: one per API process, built at start-up (read-caches.ts). */
 export class ListStatementCache {
   /** Shapes are module constants (v2-shapes.ts); each gets a number for the structure's key. */
   private readonly shapeIds = new WeakMap<ItemShape, number>();

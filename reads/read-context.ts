@@ -1,12 +1,14 @@
 import type { ListQuery } from '../catalogue/list-query.schema.js';
 import type { Database } from '../platform/db.js';
 import type { PreparedReader } from './prepared-read.js';
+import type { ReadCaches } from './read-caches.js';
 
-/** What a v2 read runs with: the pools and the account asking. */
+/** What a v2 read runs with: the pools, the process's read caches, and the account asking. */
 export interface ReadContext {
   db: Database;
   /** The pool of the list pages' prepared statements (prepared-read.ts). */
   reader: PreparedReader;
+  caches: ReadCaches;
   accountId: number;
 }
 

@@ -15,13 +15,11 @@ import { RecordNotFoundError, ValidationError } from '../platform/errors.js';
 import { forgetLanguageForWrites, languageForWrites, requireLanguage } from '../records/language.service.js';
 import { findLiveRecord, findLiveRecords } from '../records/record.repository.js';
 import type { StoredRecord } from '../sync/write.repository.js';
+import { FOLD_COUNTER_ROWS } from './counter-folds.js';
 import type { ItemShape } from './item-shape.js';
-import { deepPosition, noteDeepRead } from './list-anchors.js';
 import { listPage } from './list-page.js';
 import type { ListParent, ListPosition, ListRequest, ListScope } from './list-request.js';
-import type { ListPage } from './list-statement.js';
 import { type ListJson, listJson, type ReadContext } from './read-context.js';
-import { foldRecordCount, vacuumRecordCounts } from './record-counts.repository.js';
 import { type Item, type Line, presentRecords } from './record-presenter.js';
 import { CATEGORY_SUMMARY, PRODUCT, PRODUCT_SUMMARY, PROFILE_SUMMARY, SHAPES, VARIANT_SUMMARY } from './v2-shapes.js';
 
@@ -29,39 +27,6 @@ import { CATEGORY_SUMMARY, PRODUCT, PRODUCT_SUMMARY, PROFILE_SUMMARY, SHAPES, VA
  * The v2 reads (interface §8): lists and sub-lists with pagination and
  * filters, and single records, in the shapes of v2-shapes.ts.
  */
-
-/**
- * An unfiltered total sums this many counter rows at most before the list
- * folds them. Writers fold now and then, but rows pile up where they cannot
- * (a long run of writes in transactions that do not see each other's rows).
- */
-const FOLD_COUNTER_ROWS = 256;
-/** Beyond this many folded rows the counter table is also vacuumed, so its scans skip the dead rows again. */
-const VACUUM_COUNTER_ROWS = 10_000;
-const VACUUM_DELAY_MS = 1_000;
-
-/** (language, kind) counters being folded, per pool: one fold at a time each. */
-const folding = new WeakMap<Database, Set<string>>();
-
-/** Folds the counter in the background: the list that noticed it has its total already. */
-function foldSoon(db: Database, langKey: number, kind: StoredKind, rows: number) {
-  const keys = folding.get(db) ?? new Set<string>();
-  folding.set(db, keys);
-  const key = `${langKey}:${kind}`;
-  if (keys.has(key)) return;
-  keys.add(key);
-  const fold = async () => {
-    await foldRecordCount(db, langKey, kind);
-    if (rows < VACUUM_COUNTER_ROWS) return;
-    // Statements that overlapped the fold still see its rows, and a vacuum now could not remove them.
-    await new Promise((resolve) => setTimeout(resolve, VACUUM_DELAY_MS));
-    await vacuumRecordCounts(db);
-  };
-  fold()
-    // A failed fold or vacuum leaves the rows summed correctly; the next list tries again.
-    .catch(() => undefined)
-    .finally(() => keys.delete(key));
-}
 
 interface ListSpec {
   kind: StoredKind;
@@ -98,7 +63,7 @@ async function listOf(context: ReadContext, languageId: string, rawQuery: Record
   const deep = scope.type === 'all' && !hasFilters(query);
   const position: ListPosition = query.cursor
     ? { type: 'after', key: query.cursor.after }
-    : ((deep ? await deepPosition(context.db, langKey, spec.kind, start) : undefined) ?? { type: 'page' });
+    : ((deep ? await context.caches.anchors.deepPosition(langKey, spec.kind, start) : undefined) ?? { type: 'page' });
   const request: ListRequest = {
     kind: spec.kind,
     scope,
@@ -109,7 +74,7 @@ async function listOf(context: ReadContext, languageId: string, rawQuery: Record
     position,
     ...(spec.parent ? { parent: spec.parent } : {}),
   };
-  const { page, reused } = await listPage(context.reader, langKey, request);
+  const { page, reused } = await listPage(context.reader, context.caches.statements, langKey, request);
   if (!page.language_live) {
     // Deleted since it was cached: looked up again, it is gone (404) or created again under a new key.
     forgetLanguageForWrites(context.db, context.accountId, languageId);
@@ -117,10 +82,10 @@ async function listOf(context: ReadContext, languageId: string, rawQuery: Record
   }
   if (!page.parent_live) throw new RecordNotFoundError(KINDS[spec.parent!.kind].resource);
   // A page reused as kept read nothing now: the counter and the anchors are looked after by pages read.
-  if (!reused && page.counter_rows > FOLD_COUNTER_ROWS) foldSoon(context.db, langKey, spec.kind, page.counter_rows);
-  if (!reused && deep && !query.cursor) noteDeepRead(context.db, langKey, spec.kind, start, page.total, page.anchor_valid);
+  if (!reused && page.counter_rows > FOLD_COUNTER_ROWS) context.caches.folds.foldSoon(langKey, spec.kind, page.counter_rows);
+  if (!reused && deep && !query.cursor) context.caches.anchors.noteDeepRead(langKey, spec.kind, start, page.total, page.anchor_valid);
   // A page answered again is answered with the bytes it was answered with: the request is part of its key.
-  let body = answered.get(page);
+  let body = context.caches.answered.get(page);
   if (!body) {
     const next =
       page.more && page.last_created_at !== null && page.last_id !== null
@@ -129,17 +94,10 @@ async function listOf(context: ReadContext, languageId: string, rawQuery: Record
     body = Buffer.from(
       `{"data":${page.data},"meta":{"current_page":${currentPage},"per_page":${query.per_page},"total":${page.total},"next_cursor":${JSON.stringify(next)}}}`,
     );
-    answered.set(page, body);
+    context.caches.answered.set(page, body);
   }
   return body;
 }
-
-/**
- * The response each list page was answered with, for as long as the page is
- * kept (reads/list-page-cache.ts). A kept page's statement and values include
- * the page number, its size and its cursor, so its body never differs.
- */
-const answered = new WeakMap<ListPage, Buffer>();
 
 /** @throws {RecordNotFoundError} "<Resource> not found" when there is no live record with that id. */
 async function requireLiveRecord(db: CommonQueryMethods, langKey: number, kind: StoredKind, id: string): Promise<StoredRecord> {
@@ -187,6 +145,36 @@ export function listRelevantProducts(context: ReadContext, languageId: string, p
   });
 }
 
+/** GET /languages/{language_id}/products/{product_id}/variants. */
+export function listProductVariants(context: ReadContext, languageId: string, productId: string, query: Record<string, unknown>) {
+  return listOf(context, languageId, query, {
+    kind: 'variant',
+    scope: { type: 'variants-of', productId },
+    shape: VARIANT_SUMMARY,
+    parent: { kind: 'product', id: productId },
+  });
+}
+
+/** GET /languages/{language_id}/products/{product_id}/categories. */
+export function listProductCategories(context: ReadContext, languageId: string, productId: string, query: Record<string, unknown>) {
+  return listOf(context, languageId, query, {
+    kind: 'category',
+    scope: { type: 'linked', rel: 'product_category', side: 'b', other: productId },
+    shape: CATEGORY_SUMMARY,
+    parent: { kind: 'product', id: productId },
+  });
+}
+
+/** GET /languages/{language_id}/categories/{category_id}/products. */
+export function listCategoryProducts(context: ReadContext, languageId: string, categoryId: string, query: Record<string, unknown>) {
+  return listOf(context, languageId, query, {
+    kind: 'product',
+    scope: { type: 'linked', rel: 'product_category', side: 'a', other: categoryId },
+    shape: PRODUCT_SUMMARY,
+    parent: { kind: 'category', id: categoryId },
+  });
+}
+
 /**
  * GET .../orders/{order_id}/products and .../shopping_carts/{cart_id}/products
  * (interface §15): the parent's lines in line order, `page` and `per_page` only.
@@ -221,36 +209,6 @@ export async function listLines(
     lines.length,
     JSON.stringify(items),
   );
-}
-
-/** GET /languages/{language_id}/products/{product_id}/variants. */
-export function listProductVariants(context: ReadContext, languageId: string, productId: string, query: Record<string, unknown>) {
-  return listOf(context, languageId, query, {
-    kind: 'variant',
-    scope: { type: 'variants-of', productId },
-    shape: VARIANT_SUMMARY,
-    parent: { kind: 'product', id: productId },
-  });
-}
-
-/** GET /languages/{language_id}/products/{product_id}/categories. */
-export function listProductCategories(context: ReadContext, languageId: string, productId: string, query: Record<string, unknown>) {
-  return listOf(context, languageId, query, {
-    kind: 'category',
-    scope: { type: 'linked', rel: 'product_category', side: 'b', other: productId },
-    shape: CATEGORY_SUMMARY,
-    parent: { kind: 'product', id: productId },
-  });
-}
-
-/** GET /languages/{language_id}/categories/{category_id}/products. */
-export function listCategoryProducts(context: ReadContext, languageId: string, categoryId: string, query: Record<string, unknown>) {
-  return listOf(context, languageId, query, {
-    kind: 'product',
-    scope: { type: 'linked', rel: 'product_category', side: 'a', other: categoryId },
-    shape: PRODUCT_SUMMARY,
-    parent: { kind: 'category', id: categoryId },
-  });
 }
 
 /**

@@ -22,6 +22,7 @@ import {
   listRelevantProducts,
   presentStored,
 } from '../../reads/read.service.js';
+import type { ReadCaches } from '../../reads/read-caches.js';
 import type { ListJson, ReadContext } from '../../reads/read-context.js';
 import { listAttributeDefinitions, saveAttributeDefinition } from '../../records/attribute-definition.service.js';
 import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
@@ -46,6 +47,8 @@ export interface V2Dependencies {
   notifier: OutboxNotifier;
   writer: PreparedWriter;
   reader: PreparedReader;
+  /** The v2 reads' caches of this process (reads/read-caches.ts). */
+  caches: ReadCaches;
   waiter: FeedWaiter;
   /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
   limiter: RequestLimiter | undefined;
@@ -77,6 +80,7 @@ export function v2Router({
   notifier,
   writer,
   reader,
+  caches,
   waiter,
   limiter,
   uploads,
@@ -90,7 +94,7 @@ export function v2Router({
     const principal = principalOf(ctx);
     return { db, writer, notifier, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId };
   };
-  const reading = (ctx: AppContext): ReadContext => ({ db, reader, accountId: principalOf(ctx).accountId });
+  const reading = (ctx: AppContext): ReadContext => ({ db, reader, caches, accountId: principalOf(ctx).accountId });
   const param = (ctx: AppContext, name: string) => ctx.params[name]!;
   const query = (ctx: AppContext) => ({ ...ctx.query }) as Record<string, unknown>;
   /** Lists arrive serialised (their JSON is built by the database). */
