@@ -125,54 +125,55 @@ export function listRecords(context: ReadContext, languageId: string, kind: Stor
   return listOf(context, languageId, query, { kind, scope: { type: 'all' }, shape: SHAPES[kind] });
 }
 
-/** GET /languages/{language_id}/brands/{brand_id}/products: whole v2 products (interface §15). */
-export function listBrandProducts(context: ReadContext, languageId: string, brandId: string, query: Record<string, unknown>) {
-  return listOf(context, languageId, query, {
+/** The sub-listings of a parent record by path, each with the list it shows. */
+const SUB_LISTINGS = {
+  /** GET /languages/{language_id}/brands/{brand_id}/products: whole v2 products (interface §15). */
+  'brand-products': (brandId: string): ListSpec => ({
     kind: 'product',
     scope: { type: 'brand-products', brandId },
     shape: PRODUCT,
     parent: { kind: 'brand', id: brandId },
-  });
-}
-
-/** GET /languages/{language_id}/products/{product_id}/relevant_products: whole v2 products (interface §15). */
-export function listRelevantProducts(context: ReadContext, languageId: string, productId: string, query: Record<string, unknown>) {
-  return listOf(context, languageId, query, {
+  }),
+  /** GET /languages/{language_id}/products/{product_id}/relevant_products: whole v2 products (interface §15). */
+  'relevant-products': (productId: string): ListSpec => ({
     kind: 'product',
     scope: { type: 'linked', rel: 'relevant', side: 'b', other: productId },
     shape: PRODUCT,
     parent: { kind: 'product', id: productId },
-  });
-}
-
-/** GET /languages/{language_id}/products/{product_id}/variants. */
-export function listProductVariants(context: ReadContext, languageId: string, productId: string, query: Record<string, unknown>) {
-  return listOf(context, languageId, query, {
+  }),
+  /** GET /languages/{language_id}/products/{product_id}/variants. */
+  'product-variants': (productId: string): ListSpec => ({
     kind: 'variant',
     scope: { type: 'variants-of', productId },
     shape: VARIANT_SUMMARY,
     parent: { kind: 'product', id: productId },
-  });
-}
-
-/** GET /languages/{language_id}/products/{product_id}/categories. */
-export function listProductCategories(context: ReadContext, languageId: string, productId: string, query: Record<string, unknown>) {
-  return listOf(context, languageId, query, {
+  }),
+  /** GET /languages/{language_id}/products/{product_id}/categories. */
+  'product-categories': (productId: string): ListSpec => ({
     kind: 'category',
     scope: { type: 'linked', rel: 'product_category', side: 'b', other: productId },
     shape: CATEGORY_SUMMARY,
     parent: { kind: 'product', id: productId },
-  });
-}
-
-/** GET /languages/{language_id}/categories/{category_id}/products. */
-export function listCategoryProducts(context: ReadContext, languageId: string, categoryId: string, query: Record<string, unknown>) {
-  return listOf(context, languageId, query, {
+  }),
+  /** GET /languages/{language_id}/categories/{category_id}/products. */
+  'category-products': (categoryId: string): ListSpec => ({
     kind: 'product',
     scope: { type: 'linked', rel: 'product_category', side: 'a', other: categoryId },
     shape: PRODUCT_SUMMARY,
     parent: { kind: 'category', id: categoryId },
-  });
+  }),
+} as const;
+export type SubListing = keyof typeof SUB_LISTINGS;
+
+/** A sub-listing of the record `parentId` (a 404 when it is not live). */
+export function listSubListing(
+  context: ReadContext,
+  languageId: string,
+  listing: SubListing,
+  parentId: string,
+  query: Record<string, unknown>,
+): Promise<ListJson> {
+  return listOf(context, languageId, query, SUB_LISTINGS[listing](parentId));
 }
 
 /**

@@ -11,17 +11,7 @@ import type { Database } from '../../platform/db.js';
 import { LanguageNotFoundError } from '../../platform/errors.js';
 import { getLanguage, listLanguages } from '../../reads/language-read.service.js';
 import type { PreparedReader } from '../../reads/prepared-read.js';
-import {
-  getRecord,
-  listBrandProducts,
-  listCategoryProducts,
-  listLines,
-  listProductCategories,
-  listProductVariants,
-  listRecords,
-  listRelevantProducts,
-  presentStored,
-} from '../../reads/read.service.js';
+import { getRecord, listLines, listRecords, listSubListing, presentStored, type SubListing } from '../../reads/read.service.js';
 import type { ReadCaches } from '../../reads/read-caches.js';
 import type { ListJson, ReadContext } from '../../reads/read-context.js';
 import { listAttributeDefinitions, saveAttributeDefinition } from '../../records/attribute-definition.service.js';
@@ -150,25 +140,19 @@ export function v2Router({
     });
   }
 
-  router.get('/languages/:language_id/products/:product_id/variants', async (ctx: AppContext) => {
-    sendList(ctx, await listProductVariants(reading(ctx), param(ctx, 'language_id'), param(ctx, 'product_id'), query(ctx)));
-  });
-
-  router.get('/languages/:language_id/products/:product_id/categories', async (ctx: AppContext) => {
-    sendList(ctx, await listProductCategories(reading(ctx), param(ctx, 'language_id'), param(ctx, 'product_id'), query(ctx)));
-  });
-
-  router.get('/languages/:language_id/products/:product_id/relevant_products', async (ctx: AppContext) => {
-    sendList(ctx, await listRelevantProducts(reading(ctx), param(ctx, 'language_id'), param(ctx, 'product_id'), query(ctx)));
-  });
-
-  router.get('/languages/:language_id/categories/:category_id/products', async (ctx: AppContext) => {
-    sendList(ctx, await listCategoryProducts(reading(ctx), param(ctx, 'language_id'), param(ctx, 'category_id'), query(ctx)));
-  });
-
-  router.get('/languages/:language_id/brands/:brand_id/products', async (ctx: AppContext) => {
-    sendList(ctx, await listBrandProducts(reading(ctx), param(ctx, 'language_id'), param(ctx, 'brand_id'), query(ctx)));
-  });
+  // The sub-listings of a parent record: each path, its listing and the parameter naming the parent.
+  const subListings: Array<[string, SubListing, string]> = [
+    ['/languages/:language_id/products/:product_id/variants', 'product-variants', 'product_id'],
+    ['/languages/:language_id/products/:product_id/categories', 'product-categories', 'product_id'],
+    ['/languages/:language_id/products/:product_id/relevant_products', 'relevant-products', 'product_id'],
+    ['/languages/:language_id/categories/:category_id/products', 'category-products', 'category_id'],
+    ['/languages/:language_id/brands/:brand_id/products', 'brand-products', 'brand_id'],
+  ];
+  for (const [path, listing, parent] of subListings) {
+    router.get(path, async (ctx: AppContext) => {
+      sendList(ctx, await listSubListing(reading(ctx), param(ctx, 'language_id'), listing, param(ctx, parent), query(ctx)));
+    });
+  }
 
   for (const [segment, link] of Object.entries(LINK_WRITERS)) {
     const path = `/languages/:language_id/products/:product_id/${segment}/:other_id`;
