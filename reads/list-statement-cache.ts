@@ -10,7 +10,7 @@ import { listStatement } from './list-statement.js';
  * API's CPU per page. It is built with a marker in place of every value that varies
  * between requests of one structure; each marker's place in the values then
  * says where that request's value goes. Every other value is a constant of
- * the structure. list-statement-cache.test.ts checks the cached statement against
+ * the structure. list-statement.test.ts checks the cached statement against
  * a fresh one for each structure.
  */
 
