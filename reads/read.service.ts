@@ -125,44 +125,36 @@ export function listRecords(context: ReadContext, languageId: string, kind: Stor
   return listOf(context, languageId, query, { kind, scope: { type: 'all' }, shape: SHAPES[kind] });
 }
 
-/** The sub-listings of a parent record by path, each with the list it shows. */
+/** A sub-listing: the kind of the record it hangs from, and the list it shows of that record's `id`. */
+interface SubListingSpec {
+  parent: StoredKind;
+  kind: StoredKind;
+  shape: ItemShape;
+  scope: (id: string) => ListScope;
+}
+
+const linked =
+  (rel: 'product_category' | 'relevant', side: 'a' | 'b') =>
+  (id: string): ListScope => ({ type: 'linked', rel, side, other: id });
+
+/** The sub-listings of a parent record (interface §8.3, §15), by name. */
 const SUB_LISTINGS = {
-  /** GET /languages/{language_id}/brands/{brand_id}/products: whole v2 products (interface §15). */
-  'brand-products': (brandId: string): ListSpec => ({
-    kind: 'product',
-    scope: { type: 'brand-products', brandId },
-    shape: PRODUCT,
-    parent: { kind: 'brand', id: brandId },
-  }),
-  /** GET /languages/{language_id}/products/{product_id}/relevant_products: whole v2 products (interface §15). */
-  'relevant-products': (productId: string): ListSpec => ({
-    kind: 'product',
-    scope: { type: 'linked', rel: 'relevant', side: 'b', other: productId },
-    shape: PRODUCT,
-    parent: { kind: 'product', id: productId },
-  }),
-  /** GET /languages/{language_id}/products/{product_id}/variants. */
-  'product-variants': (productId: string): ListSpec => ({
+  /** .../brands/{brand_id}/products: whole v2 products. */
+  'brand-products': { parent: 'brand', kind: 'product', shape: PRODUCT, scope: (id) => ({ type: 'brand-products', brandId: id }) },
+  /** .../products/{product_id}/relevant_products: whole v2 products. */
+  'relevant-products': { parent: 'product', kind: 'product', shape: PRODUCT, scope: linked('relevant', 'b') },
+  /** .../products/{product_id}/variants. */
+  'product-variants': {
+    parent: 'product',
     kind: 'variant',
-    scope: { type: 'variants-of', productId },
     shape: VARIANT_SUMMARY,
-    parent: { kind: 'product', id: productId },
-  }),
-  /** GET /languages/{language_id}/products/{product_id}/categories. */
-  'product-categories': (productId: string): ListSpec => ({
-    kind: 'category',
-    scope: { type: 'linked', rel: 'product_category', side: 'b', other: productId },
-    shape: CATEGORY_SUMMARY,
-    parent: { kind: 'product', id: productId },
-  }),
-  /** GET /languages/{language_id}/categories/{category_id}/products. */
-  'category-products': (categoryId: string): ListSpec => ({
-    kind: 'product',
-    scope: { type: 'linked', rel: 'product_category', side: 'a', other: categoryId },
-    shape: PRODUCT_SUMMARY,
-    parent: { kind: 'category', id: categoryId },
-  }),
-} as const;
+    scope: (id) => ({ type: 'variants-of', productId: id }),
+  },
+  /** .../products/{product_id}/categories. */
+  'product-categories': { parent: 'product', kind: 'category', shape: CATEGORY_SUMMARY, scope: linked('product_category', 'b') },
+  /** .../categories/{category_id}/products. */
+  'category-products': { parent: 'category', kind: 'product', shape: PRODUCT_SUMMARY, scope: linked('product_category', 'a') },
+} satisfies Record<string, SubListingSpec>;
 export type SubListing = keyof typeof SUB_LISTINGS;
 
 /** A sub-listing of the record `parentId` (a 404 when it is not live). */
@@ -173,7 +165,8 @@ export function listSubListing(
   parentId: string,
   query: Record<string, unknown>,
 ): Promise<ListJson> {
-  return listOf(context, languageId, query, SUB_LISTINGS[listing](parentId));
+  const { parent, kind, shape, scope }: SubListingSpec = SUB_LISTINGS[listing];
+  return listOf(context, languageId, query, { kind, shape, scope: scope(parentId), parent: { kind: parent, id: parentId } });
 }
 
 /**
