@@ -24,6 +24,11 @@ interface CachedStatement {
 /** Structures are few (kind × scope × position × filters); the last this many are kept. */
 const MAX_STATEMENTS = 1_000;
 
+const FILTER_KEYS = ['created_after', 'created_before', 'updated_after', 'updated_before'] as const;
+const MARK = '\u0000slot:';
+/** Numeric markers: below any value a list statement holds. */
+const NUMBER_MARK = -1_000_000_000;
+
 /** The list statements built so far, per structure: one per API process, built at start-up (read-caches.ts). */
 export class ListStatementCache {
   /** Shapes are module constants (v2-shapes.ts); each gets a number for the structure's key. */
@@ -110,11 +115,6 @@ function variablesOf(langKey: number, request: ListRequest): unknown[] {
     ...FILTER_KEYS.map((key) => filters[key]),
   ];
 }
-
-const FILTER_KEYS = ['created_after', 'created_before', 'updated_after', 'updated_before'] as const;
-const MARK = '\u0000slot:';
-/** Numeric markers: below any value a list statement holds. */
-const NUMBER_MARK = -1_000_000_000;
 
 /** The request with a marker for each of its variables (variablesOf's slots). */
 function markedRequest(request: ListRequest): { langKey: number; request: ListRequest } {
