@@ -86,11 +86,21 @@ export class RouteNotFoundError extends MessageStringError {
   }
 }
 
-export class UnauthorizedError extends MessageStringError {
+/** A 401, which always says how to authenticate (`WWW-Authenticate`). */
+abstract class ChallengeError extends MessageStringError {
   readonly status = 401;
-  override readonly headers = { 'WWW-Authenticate': 'Bearer realm="api", error="invalid_token"' };
+  constructor(challenge: string, message: string) {
+    super(message);
+    this.headers['WWW-Authenticate'] = challenge;
+  }
+}
+
+export class UnauthorizedError extends ChallengeError {
   constructor() {
-    super('A valid access token is required: request a token at /oauth/token and send it as "Authorization: Bearer <token>"');
+    super(
+      'Bearer realm="api", error="invalid_token"',
+      'A valid access token is required: request a token at /oauth/token and send it as "Authorization: Bearer <token>"',
+    );
   }
 }
 
@@ -132,11 +142,9 @@ export class AdminUnavailableError extends MessageStringError {
   }
 }
 
-export class AdminUnauthorizedError extends MessageStringError {
-  readonly status = 401;
-  override readonly headers = { 'WWW-Authenticate': 'Basic realm="admin", charset="UTF-8"' };
+export class AdminUnauthorizedError extends ChallengeError {
   constructor() {
-    super('Admin credentials are required');
+    super('Basic realm="admin", charset="UTF-8"', 'Admin credentials are required');
   }
 }
 
