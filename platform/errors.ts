@@ -133,6 +133,12 @@ export class HttpStatusError extends MessageObjectError {
   }
 }
 
+/** 503 for a moment: what the answer needs is still being written, so the client retries a second later. */
+export class RetryShortlyError extends MessageObjectError {
+  readonly status = 503;
+  override readonly headers = { 'Retry-After': '1' };
+}
+
 export class AdminUnavailableError extends MessageStringError {
   readonly status = 503;
   // Said once as a warning at start (api/server.ts); each refused request is only an info line.

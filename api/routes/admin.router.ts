@@ -5,7 +5,7 @@ import { bulkJobErrorsForAdmin, listBulkJobsForAdmin } from '../../bulk/bulk-adm
 import { parseOrThrow } from '../../catalogue/validation.js';
 import type { Config } from '../../platform/config.js';
 import type { Database } from '../../platform/db.js';
-import { HttpStatusError, RecordNotFoundError, ValidationError } from '../../platform/errors.js';
+import { HttpStatusError, RecordNotFoundError, RetryShortlyError, ValidationError } from '../../platform/errors.js';
 import { accountOverview } from '../../sync/account-overview.repository.js';
 import { AuditHorizonTimeoutError, listAuditEntries } from '../../sync/audit.repository.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
@@ -88,8 +88,7 @@ export function adminRouter({ config, db, notifier }: AdminDependencies) {
       });
       ctx.body = { data: page.entries, next_after: page.nextAfter };
     } catch (error) {
-      if (error instanceof AuditHorizonTimeoutError)
-        throw new HttpStatusError(503, 'The audit log is being written; retry shortly', { 'Retry-After': '1' });
+      if (error instanceof AuditHorizonTimeoutError) throw new RetryShortlyError('The audit log is being written; retry shortly');
       throw error;
     }
   });
