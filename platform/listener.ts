@@ -13,6 +13,8 @@ export interface ListenerOptions {
   /** Logged when an open connection fails, and when one cannot be opened. */
   lostMessage: string;
   failedMessage: string;
+  /** How the connection shows in pg_stat_activity. */
+  applicationName?: string;
 }
 
 /**
@@ -55,7 +57,7 @@ export class Listener {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.databaseUrl });
+    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: this.options.applicationName });
     const retry = () => {
       this.up = false;
       this.options.onLost();
@@ -78,6 +80,12 @@ export class Listener {
     try {
       await client.connect();
       for (const channel of this.options.channels) await client.query(`LISTEN ${channel}`);
+      // Closed while connecting: nobody is left to end it.
+      if (this.stopped) {
+        client.removeAllListeners();
+        await client.end().catch(() => undefined);
+        return;
+      }
       this.client = client;
       this.up = true;
     } catch (error) {
