@@ -48,11 +48,7 @@ export class Listener {
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     const client = this.client;
     this.client = undefined;
-    if (client) {
-      client.removeAllListeners();
-      client.on('error', () => undefined);
-      await client.end().catch(() => undefined);
-    }
+    if (client) await endQuietly(client);
   }
 
   private async connect(): Promise<void> {
@@ -61,9 +57,7 @@ export class Listener {
     const retry = () => {
       this.up = false;
       this.options.onLost();
-      client.removeAllListeners();
-      client.on('error', () => undefined);
-      client.end().catch(() => undefined);
+      void endQuietly(client);
       if (!this.stopped && !this.reconnectTimer) {
         this.reconnectTimer = setTimeout(() => {
           this.reconnectTimer = undefined;
@@ -82,8 +76,7 @@ export class Listener {
       for (const channel of this.options.channels) await client.query(`LISTEN ${channel}`);
       // Closed while connecting: nobody is left to end it.
       if (this.stopped) {
-        client.removeAllListeners();
-        await client.end().catch(() => undefined);
+        await endQuietly(client);
         return;
       }
       this.client = client;
@@ -93,4 +86,11 @@ export class Listener {
       retry();
     }
   }
+}
+
+/** Ends a connection given up on: whatever it still says or fails with is of no interest. */
+async function endQuietly(client: pg.Client): Promise<void> {
+  client.removeAllListeners();
+  client.on('error', () => undefined);
+  await client.end().catch(() => undefined);
 }
