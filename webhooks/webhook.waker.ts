@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Queue } from 'bullmq';
+import pg from 'pg';
 import type { Database } from '../platform/db.js';
 import { Listener } from '../platform/listener.js';
 import type { Logger } from '../platform/logger.js';
@@ -40,7 +41,7 @@ export class WebhookWaker {
     private readonly logger: Logger,
   ) {
     this.listener = new Listener(databaseUrl, logger, {
-      channels: [AUDIT_WRITTEN],
+      channels: [pg.escapeIdentifier(AUDIT_WRITTEN)],
       onNotification: () => this.wake(),
       // The sweep every second goes on meanwhile; the listener comes back when Postgres does.
       onLost: () => undefined,
