@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Pool } from 'pg';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 import type { FeedWaiter } from '../feed/feed.waiter.js';
 import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
@@ -11,6 +11,8 @@ import {
   pgPoolUsage,
   registerPoolMetrics,
   registerQueueMetrics,
+  registerScrapedCounter,
+  registerScrapedGauge,
   slonikPoolUsage,
 } from '../platform/metrics.js';
 import type { AnchorStats } from '../reads/list-anchors.js';
@@ -56,92 +58,79 @@ export interface ApiMetricsSources {
 /** Deep pages of the v2 lists (reads/list-anchors.ts): whether they start from an anchor, and how often anchors are read. */
 export function registerAnchorMetrics(registry: Registry, stats: AnchorStats): void {
   // Counted where they happen (list-anchors.ts); these counters show those counts at scrape time.
-  new Counter({
-    name: 'sync_list_anchor_reads_total',
-    help: 'Deep-page anchor reads of v2 lists this API process started (outcome read), and those that failed',
-    labelNames: ['outcome'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      this.inc({ outcome: 'read' }, stats.read);
-      this.inc({ outcome: 'failed' }, stats.failed);
+  registerScrapedCounter(
+    registry,
+    {
+      name: 'sync_list_anchor_reads_total',
+      help: 'Deep-page anchor reads of v2 lists this API process started (outcome read), and those that failed',
     },
-  });
-  new Counter({
-    name: 'sync_list_deep_pages_total',
-    help: 'v2 list pages starting 1,000 or more items in, by how they started: from an anchor, or walked from the nearer end',
-    labelNames: ['start'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      this.inc({ start: 'anchor' }, stats.fromAnchor);
-      this.inc({ start: 'walked' }, stats.walked);
+    () => ({ read: stats.read, failed: stats.failed }),
+    'outcome',
+  );
+  registerScrapedCounter(
+    registry,
+    {
+      name: 'sync_list_deep_pages_total',
+      help: 'v2 list pages starting 1,000 or more items in, by how they started: from an anchor, or walked from the nearer end',
     },
-  });
+    () => ({ anchor: stats.fromAnchor, walked: stats.walked }),
+    'start',
+  );
 }
 
 /** Single writes, and the statements that carried them (sync/prepared-write.ts): more writes than statements is writes sent together. */
 export function registerWriterMetrics(registry: Registry, stats: WriterStats): void {
-  new Counter({
-    name: 'sync_single_writes_total',
-    help: 'Single writes of records this API process sent to Postgres',
-    registers: [registry],
-    collect() {
-      this.reset();
-      this.inc(stats.writes);
+  registerScrapedCounter(
+    registry,
+    { name: 'sync_single_writes_total', help: 'Single writes of records this API process sent to Postgres' },
+    () => stats.writes,
+  );
+  registerScrapedCounter(
+    registry,
+    {
+      name: 'sync_single_write_statements_total',
+      help: 'Statements that carried the single writes: one per write sent alone, one per writes sent together',
     },
-  });
-  new Counter({
-    name: 'sync_single_write_statements_total',
-    help: 'Statements that carried the single writes: one per write sent alone, one per writes sent together',
-    registers: [registry],
-    collect() {
-      this.reset();
-      this.inc(stats.statements);
-    },
-  });
+    () => stats.statements,
+  );
 }
 
 /** v2 list pages: read, read again because their language changed, or answered as kept (reads/list-page-cache.ts). */
 export function registerPageCacheMetrics(registry: Registry, pages: ListPageCache): void {
-  new Counter({
-    name: 'sync_list_pages_total',
-    help: 'v2 list pages this API process answered, by source: read (none kept), stale (kept, but its language was written since), reused (kept and unchanged)',
-    labelNames: ['source'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const source of ['read', 'stale', 'reused'] as const) this.inc({ source }, pages.stats[source]);
+  registerScrapedCounter(
+    registry,
+    {
+      name: 'sync_list_pages_total',
+      help: 'v2 list pages this API process answered, by source: read (none kept), stale (kept, but its language was written since), reused (kept and unchanged)',
     },
-  });
-  new Gauge({
-    name: 'sync_list_page_cache_bytes',
-    help: 'Bytes of v2 list pages kept by this API process to answer again (LIST_PAGE_CACHE_MB bounds it)',
-    registers: [registry],
-    collect() {
-      this.set(pages.keptBytes);
+    () => ({ read: pages.stats.read, stale: pages.stats.stale, reused: pages.stats.reused }),
+    'source',
+  );
+  registerScrapedGauge(
+    registry,
+    {
+      name: 'sync_list_page_cache_bytes',
+      help: 'Bytes of v2 list pages kept by this API process to answer again (LIST_PAGE_CACHE_MB bounds it)',
     },
-  });
+    () => pages.keptBytes,
+  );
 }
 
 /** The change feed's held reads (feed/feed.waiter.ts): how many wait, and whether their listener is connected. */
 export function registerFeedMetrics(registry: Registry, waiter: FeedWaiter): void {
-  new Gauge({
-    name: 'sync_feed_waiting_readers',
-    help: 'Change feed requests of this API process held with `wait` until an entry arrives',
-    registers: [registry],
-    collect() {
-      this.set(waiter.readers);
+  registerScrapedGauge(
+    registry,
+    { name: 'sync_feed_waiting_readers', help: 'Change feed requests of this API process held with `wait` until an entry arrives' },
+    () => waiter.readers,
+  );
+  registerScrapedGauge(
+    registry,
+    {
+      name: 'sync_feed_listening',
+      help: '1 while the change feed listener is connected; 0 while held reads look again every second instead',
     },
-  });
-  new Gauge({
-    name: 'sync_feed_listening',
-    help: '1 while the change feed listener is connected; 0 while held reads look again every second instead',
-    registers: [registry],
-    collect() {
-      this.set(waiter.listening ? 1 : 0);
-    },
-  });
+    () => (waiter.listening ? 1 : 0),
+  );
 }
 
 /** Everything the API's /metrics shows, in a registry of this app's own. */

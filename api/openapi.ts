@@ -13,8 +13,9 @@ import { registerV1Paths } from './openapi/v1.openapi.js';
  * Adding an interface takes one call, next to its router (e.g. in v2.router.ts):
  *
  *   registerOpenApi('v2', (registry) => {
- *     registry.registerPath({ method: 'get', path: '/api/v2/...', security: SECURITY.bearer,
- *       responses: { 200: {...}, ...errors('badRequest', 'unauthorized', 'serverError') } });
+ *     const operation = operationsOf(registry, ['v2'], SECURITY.bearer);
+ *     operation({ method: 'get', path: '/api/v2/...', operationId: '...', summary: '...',
+ *       responses: { 200: {...} }, errors: ['badRequest', 'unauthorized', 'serverError'] });
  *   });
  *
  * test/openapi.test.ts fails while a served route is missing from the document.

@@ -1,6 +1,6 @@
-import pg from 'pg';
 import { sha256 } from '../platform/crypto.js';
 import type { Database } from '../platform/db.js';
+import { Listener } from '../platform/listener.js';
 import type { Logger } from '../platform/logger.js';
 import { ACCOUNT_LIMIT_CHANGED, CLIENT_REVOKED } from './client.repository.js';
 import { findLiveToken, type TokenOwner } from './token.repository.js';
@@ -35,60 +35,33 @@ interface CacheEntry {
  */
 export class TokenVerifier {
   private readonly cache = new Map<string, CacheEntry>();
-  private listener: pg.Client | undefined;
-  private listening = false;
-  private closed = false;
-  private reconnectTimer: NodeJS.Timeout | undefined;
+  private readonly listener: Listener;
 
   constructor(
     private readonly db: Database,
-    private readonly databaseUrl: string,
-    private readonly logger: Logger,
+    databaseUrl: string,
+    logger: Logger,
     private readonly staleMs = 5_000,
     private readonly maxEntries = 50_000,
-  ) {}
-
-  async start(): Promise<void> {
-    await this.connectListener();
+  ) {
+    this.listener = new Listener(databaseUrl, logger, {
+      channels: [CLIENT_REVOKED, ACCOUNT_LIMIT_CHANGED],
+      onNotification: () => this.cache.clear(),
+      onLost: () => this.cache.clear(),
+      lostMessage: 'token revocation listener lost; token cache disabled until it reconnects',
+      failedMessage: 'could not listen for token revocations',
+    });
   }
 
-  private async connectListener(): Promise<void> {
-    if (this.closed) return;
-    const client = new pg.Client({ connectionString: this.databaseUrl });
-    const retry = () => {
-      this.listening = false;
-      this.cache.clear();
-      client.removeAllListeners();
-      client.end().catch(() => undefined);
-      if (!this.closed && !this.reconnectTimer) {
-        this.reconnectTimer = setTimeout(() => {
-          this.reconnectTimer = undefined;
-          void this.connectListener();
-        }, 1_000);
-      }
-    };
-    client.on('error', (error) => {
-      this.logger.warn({ err: error }, 'token revocation listener lost; token cache disabled until it reconnects');
-      retry();
-    });
-    client.on('end', retry);
-    client.on('notification', () => this.cache.clear());
-    try {
-      await client.connect();
-      for (const channel of [CLIENT_REVOKED, ACCOUNT_LIMIT_CHANGED]) await client.query(`LISTEN ${channel}`);
-      this.listener = client;
-      this.listening = true;
-    } catch (error) {
-      this.logger.warn({ err: error }, 'could not listen for token revocations');
-      retry();
-    }
+  async start(): Promise<void> {
+    await this.listener.start();
   }
 
   async verify(token: string): Promise<Principal | null> {
     const key = sha256(token);
     const cacheKey = key.toString('base64');
     const now = Date.now();
-    const hit = this.listening ? this.cache.get(cacheKey) : undefined;
+    const hit = this.listener.listening ? this.cache.get(cacheKey) : undefined;
     if (hit && hit.cachedUntilMs > now) {
       return hit.expiresAtMs > now ? toPrincipal(hit.owner) : null;
     }
@@ -97,7 +70,7 @@ export class TokenVerifier {
       this.cache.delete(cacheKey);
       return null;
     }
-    if (this.listening) {
+    if (this.listener.listening) {
       if (this.cache.size >= this.maxEntries) this.cache.clear();
       this.cache.set(cacheKey, { owner, expiresAtMs: Date.parse(owner.expires_at), cachedUntilMs: now + this.staleMs });
     }
@@ -105,15 +78,7 @@ export class TokenVerifier {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    const listener = this.listener;
-    this.listener = undefined;
-    if (listener) {
-      listener.removeAllListeners();
-      listener.on('error', () => undefined);
-      await listener.end().catch(() => undefined);
-    }
+    await this.listener.close();
   }
 }
 

@@ -1,5 +1,5 @@
 import { type Config, ConfigError, loadConfig } from '../platform/config.js';
-import { StartupError } from '../platform/preflight.js';
+import { checkPostgres, checkRedis, StartupError } from '../platform/preflight.js';
 
 /**
  * `--help` (or `-h`) prints the usage and exits 0; any other argument is a
@@ -87,4 +87,22 @@ export function onShutdown(stop: () => Promise<void>, graceMs = 25_000): void {
   };
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
+}
+
+/**
+ * Runs one service of a migrated deployment (the API, a worker): the usage
+ * on --help, then the configuration, Postgres and Redis checked, the service
+ * started, and closed on SIGTERM or SIGINT.
+ */
+export async function runService(usage: string, start: (config: Config) => Promise<{ close(): Promise<void> }>): Promise<void> {
+  helpOrExit(usage);
+  const config = configOrExit();
+  // Signals are handled from the first moment: a SIGTERM while starting waits for the start, then closes cleanly.
+  const starting = startupOrExit(async () => {
+    await checkPostgres(config.DATABASE_URL, 'migrated');
+    await checkRedis(config.REDIS_URL);
+    return start(config);
+  });
+  onShutdown(async () => (await starting).close());
+  await starting;
 }

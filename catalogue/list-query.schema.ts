@@ -1,17 +1,13 @@
 import { z } from 'zod';
 import { decodeCursor } from './list-cursor.js';
 import { dateTimeSchema, emailSchema } from './primitives.schema.js';
+import { cursorParam, integerParam } from './query-params.schema.js';
 
 export const DEFAULT_PER_PAGE = 10;
 export const MAX_PER_PAGE = 250;
 
-/** A positive decimal integer in a query string ("01" is 1; "1.0", "+1", "1e3", "" are not integers). */
-const integerParam = (min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d{1,16}$/, 'must be an integer')
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+/** Page numbers and sizes: up to 16 digits, the most a safe integer is sure to have. */
+const pageParam = (min: number, max: number) => integerParam(min, max, 16);
 
 /**
  * A date-time filter. In a query string an unescaped `+` of a zone offset
@@ -28,8 +24,8 @@ const timestampParam = z
  */
 export const listQuerySchema = z
   .object({
-    page: integerParam(1, Number.MAX_SAFE_INTEGER).default('1'),
-    per_page: integerParam(1, MAX_PER_PAGE).default(String(DEFAULT_PER_PAGE)),
+    page: pageParam(1, Number.MAX_SAFE_INTEGER).default('1'),
+    per_page: pageParam(1, MAX_PER_PAGE).default(String(DEFAULT_PER_PAGE)),
     created_after: timestampParam.optional(),
     created_before: timestampParam.optional(),
     updated_after: timestampParam.optional(),
@@ -74,17 +70,10 @@ const emailsParam = z
  * `cursor` of the record lists: the `meta.next_cursor` of the previous page
  * (reads/list-cursor.ts), instead of `page`.
  */
-const cursorParam = z.string().transform((value, ctx) => {
-  const cursor = decodeCursor(value);
-  if (!cursor) {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be the meta.next_cursor of a previous page' });
-    return z.NEVER;
-  }
-  return cursor;
-});
+const listCursorParam = cursorParam(decodeCursor, 'must be the meta.next_cursor of a previous page');
 
 /** The lists of records: pagination by page or by cursor, and the timestamp filters. */
-export const recordListQuerySchema = listQuerySchema.extend({ cursor: cursorParam.optional() }).strict();
+export const recordListQuerySchema = listQuerySchema.extend({ cursor: listCursorParam.optional() }).strict();
 
 export type RecordListQuery = z.output<typeof recordListQuerySchema>;
 

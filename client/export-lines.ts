@@ -96,6 +96,19 @@ export function exportLine(kind: RecordKind, record: Record<string, unknown>): E
   }
   // A profile is created only with an email (interface §4.5), which the schema cannot say: one without is a stub.
   if (kind === 'profile' && fields['email'] === undefined) return { skipped: 'stub', dropped: [] };
+  return lineOf(kind, schema, fields, dropped);
+}
+
+/**
+ * `{"<kind>": fields}` when the write schema takes the fields; a stub when
+ * they lack a required one; otherwise unrepresentable, saying why.
+ */
+export function lineOf(
+  kind: string,
+  schema: z.AnyZodObject,
+  fields: Record<string, unknown>,
+  dropped: string[],
+): ExportOutcome & { dropped: string[] } {
   const parsed = schema.safeParse(fields);
   if (!parsed.success) {
     const problem = toValidationError(parsed.error, fields);
@@ -140,4 +153,5 @@ function listItemShape(field: z.ZodTypeAny): z.ZodRawShape | null {
   return element instanceof ZodObject ? element.shape : null;
 }
 
-const isEmpty = (value: unknown) => (Array.isArray(value) ? value.length === 0 : value === null || value === undefined);
+/** No value worth a line: null, absent, or an empty list. */
+export const isEmpty = (value: unknown) => (Array.isArray(value) ? value.length === 0 : value === null || value === undefined);

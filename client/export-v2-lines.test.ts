@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { STAMPS, written } from '../test/support/export-lines.js';
 import { exportV2Line, productLinkLines } from './export-v2-lines.js';
 
 describe('when a record is written as a v2 bulk line', () => {
@@ -11,22 +12,10 @@ describe('when a record is written as a v2 bulk line', () => {
       category_ids: ['C1'],
       relevant_product_ids: [],
       custom_attributes: [{ name: 'colour', string_value: 'red', integer_value: null }],
-      created_at: '2024-01-01T00:00:00.000Z',
-      updated_at: '2024-01-02T00:00:00.000Z',
+      ...STAMPS,
     });
-    expect(outcome).toEqual({
-      line: JSON.stringify({
-        product: {
-          id: 'P1',
-          name: 'Shoe',
-          brand_id: 'B1',
-          custom_attributes: [{ name: 'colour', string_value: 'red' }],
-          created_at: '2024-01-01T00:00:00.000Z',
-          updated_at: '2024-01-02T00:00:00.000Z',
-        },
-      }),
-      dropped: [],
-    });
+    const customAttributes = [{ name: 'colour', string_value: 'red' }];
+    expect(outcome).toEqual(written('product', { id: 'P1', name: 'Shoe', brand_id: 'B1', custom_attributes: customAttributes, ...STAMPS }));
   });
 
   it('should keep order lines with their variants and custom attributes, and leave out the derived product_ids', () => {

@@ -1,7 +1,6 @@
 import type { z } from 'zod';
 import { KINDS, LINK_WRITERS, type StoredKind } from '../catalogue/record-kinds.js';
-import { toValidationError } from '../catalogue/validation.js';
-import type { ExportOutcome } from './export-lines.js';
+import { type ExportOutcome, isEmpty, lineOf } from './export-lines.js';
 
 /**
  * Records as v2 reads show them, written as lines of a v2 bulk file (README
@@ -59,8 +58,6 @@ function compact(value: unknown): unknown {
   return out;
 }
 
-const isEmpty = (value: unknown) => value === null || value === undefined || (Array.isArray(value) && value.length === 0);
-
 /** The v2 line of one record (its PUT body), or why it has none; `dropped` names values no line can carry. */
 export function exportV2Line(kind: StoredKind, record: Record<string, unknown>): ExportOutcome & { dropped: string[] } {
   const definition = KINDS[kind];
@@ -81,13 +78,7 @@ export function exportV2Line(kind: StoredKind, record: Record<string, unknown>):
     if (field === null || (name === 'custom_attributes' && isEmpty(field))) continue;
     body[name] = field;
   }
-  const parsed = schema.safeParse(body);
-  if (!parsed.success) {
-    const problem = toValidationError(parsed.error, body);
-    if (problem.errorClass === 'missing_parameters') return { skipped: 'stub', dropped: [] };
-    return { skipped: 'unrepresentable', problem: problem.message, dropped: [] };
-  }
-  return { line: JSON.stringify({ [kind]: body }), dropped };
+  return lineOf(kind, schema, body, dropped);
 }
 
 const segment = (id: string) => encodeURIComponent(id);

@@ -1,4 +1,4 @@
-import { AppError } from '../platform/errors.js';
+import { AppError, RetryShortlyError } from '../platform/errors.js';
 
 /**
  * 410: the cursor points before the retained history, or into a language id
@@ -16,13 +16,8 @@ export class CursorExpiredError extends AppError {
 }
 
 /** 503: a batch writing the language's audit entries stayed open too long to know which of them are final. */
-export class FeedHorizonBusyError extends AppError {
-  readonly status = 503;
-  override readonly headers = { 'Retry-After': '1' };
+export class FeedHorizonBusyError extends RetryShortlyError {
   constructor() {
     super('The change feed of this language is being written; retry shortly');
-  }
-  body() {
-    return { error: { message: this.message } };
   }
 }

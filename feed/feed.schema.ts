@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { cursorParam, integerParam } from '../catalogue/query-params.schema.js';
 import { STORED_KINDS } from '../catalogue/record-kinds.js';
 import { decodeFeedCursor } from './feed-cursor.js';
 
@@ -6,13 +7,8 @@ export const FEED_DEFAULT_LIMIT = 100;
 export const FEED_MAX_LIMIT = 1_000;
 export const FEED_MAX_WAIT_S = 30;
 
-/** A decimal integer in a query string, within bounds ("1.0", "+1", "" are not). */
-const integerParam = (min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d{1,6}$/, 'must be an integer')
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+/** `limit` and `wait`: small numbers, so up to 6 digits. */
+const smallParam = (min: number, max: number) => integerParam(min, max, 6);
 
 /** The body keys an entry can have: every stored kind, and the language itself (its saves and its delete). */
 export const FEED_KINDS = ['language', ...STORED_KINDS] as const;
@@ -27,14 +23,7 @@ const kindsParam = z.string().transform((value, ctx) => {
   return [...new Set(kinds)] as FeedKind[];
 });
 
-const cursorParam = z.string().transform((value, ctx) => {
-  const position = decodeFeedCursor(value);
-  if (!position) {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be a cursor the feed answered' });
-    return z.NEVER;
-  }
-  return position;
-});
+const feedCursorParam = cursorParam(decodeFeedCursor, 'must be a cursor the feed answered');
 
 /**
  * `after` and `from`: where to start, one way or the other. (A template
@@ -49,12 +38,12 @@ const EXCLUSIVE = new Set(['after', `from`]);
  */
 export const feedQuerySchema = z
   .object({
-    after: cursorParam.optional(),
+    after: feedCursorParam.optional(),
     from: z.literal('now').optional(),
-    limit: integerParam(1, FEED_MAX_LIMIT).default(String(FEED_DEFAULT_LIMIT)),
+    limit: smallParam(1, FEED_MAX_LIMIT).default(String(FEED_DEFAULT_LIMIT)),
     kinds: kindsParam.optional(),
     include: z.literal('record').optional(),
-    wait: integerParam(0, FEED_MAX_WAIT_S).default('0'),
+    wait: smallParam(0, FEED_MAX_WAIT_S).default('0'),
   })
   .strict()
   .superRefine((query, ctx) => {

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { Listener } from '../platform/listener.js';
 import type { Logger } from '../platform/logger.js';
 import { AUDIT_WRITTEN } from '../sync/audit.repository.js';
 
@@ -22,18 +22,25 @@ export interface FeedWatch {
  */
 export class FeedWaiter {
   private readonly waiting = new Map<number, Set<() => void>>();
-  private listener: pg.Client | undefined;
-  private connected = false;
+  private readonly listener: Listener;
   private stopped = false;
-  private reconnectTimer: NodeJS.Timeout | undefined;
 
-  constructor(
-    private readonly databaseUrl: string,
-    private readonly logger: Logger,
-  ) {}
+  constructor(databaseUrl: string, logger: Logger) {
+    this.listener = new Listener(databaseUrl, logger, {
+      channels: [AUDIT_WRITTEN],
+      onNotification: (payload) => {
+        const langKey = Number(payload);
+        if (Number.isSafeInteger(langKey)) this.wake(langKey);
+      },
+      // What was sent while nobody listened is lost: every reader looks again.
+      onLost: () => this.wakeAll(),
+      lostMessage: 'change feed listener lost; waiting readers poll until it reconnects',
+      failedMessage: 'could not listen for audit entries; waiting readers poll',
+    });
+  }
 
   async start(): Promise<void> {
-    await this.connect();
+    await this.listener.start();
   }
 
   /**
@@ -62,7 +69,7 @@ export class FeedWaiter {
           return Promise.resolve();
         }
         return new Promise<void>((resolve) => {
-          const timer = setTimeout(done, this.connected ? ms : Math.min(ms, UNHEARD_RECHECK_MS));
+          const timer = setTimeout(done, this.listener.listening ? ms : Math.min(ms, UNHEARD_RECHECK_MS));
           function done() {
             clearTimeout(timer);
             wake = undefined;
@@ -83,7 +90,7 @@ export class FeedWaiter {
 
   /** Whether the LISTEN connection is up (held reads otherwise look again every second). */
   get listening(): boolean {
-    return this.connected;
+    return this.listener.listening;
   }
 
   /** How many readers wait now (for /metrics and tests). */
@@ -101,53 +108,9 @@ export class FeedWaiter {
     for (const readers of this.waiting.values()) for (const signal of readers) signal();
   }
 
-  private async connect(): Promise<void> {
-    if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.databaseUrl });
-    const retry = () => {
-      this.connected = false;
-      // What was sent while nobody listened is lost: every reader looks again.
-      this.wakeAll();
-      client.removeAllListeners();
-      client.on('error', () => undefined);
-      client.end().catch(() => undefined);
-      if (!this.stopped && !this.reconnectTimer) {
-        this.reconnectTimer = setTimeout(() => {
-          this.reconnectTimer = undefined;
-          void this.connect();
-        }, 1_000);
-      }
-    };
-    client.on('error', (error) => {
-      this.logger.warn({ err: error.message }, 'change feed listener lost; waiting readers poll until it reconnects');
-      retry();
-    });
-    client.on('end', retry);
-    client.on('notification', (message) => {
-      const langKey = Number(message.payload);
-      if (Number.isSafeInteger(langKey)) this.wake(langKey);
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${AUDIT_WRITTEN}`);
-      this.listener = client;
-      this.connected = true;
-    } catch (error) {
-      this.logger.warn({ err: (error as Error).message }, 'could not listen for audit entries; waiting readers poll');
-      retry();
-    }
-  }
-
   async close(): Promise<void> {
     this.stopped = true;
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.wakeAll();
-    const listener = this.listener;
-    this.listener = undefined;
-    if (listener) {
-      listener.removeAllListeners();
-      listener.on('error', () => undefined);
-      await listener.end().catch(() => undefined);
-    }
+    await this.listener.close();
   }
 }

@@ -16,6 +16,20 @@ export abstract class AppError extends Error {
   abstract body(): unknown;
 }
 
+/** An error answered as `{"error": {"message": …}}`. */
+export abstract class MessageObjectError extends AppError {
+  body(): unknown {
+    return { error: { message: this.message } };
+  }
+}
+
+/** An error answered as `{"error": "…"}`. */
+export abstract class MessageStringError extends AppError {
+  body(): unknown {
+    return { error: this.message };
+  }
+}
+
 export type ValidationErrorClass = 'missing_parameters' | 'unknown_parameters' | 'invalid_parameters';
 
 export class ValidationError extends AppError {
@@ -46,52 +60,47 @@ export class ValidationError extends AppError {
   }
 }
 
-export class BadRequestError extends AppError {
+export class BadRequestError extends MessageObjectError {
   readonly status = 400;
-  body() {
-    return { error: { message: this.message } };
-  }
 }
 
-export class LanguageNotFoundError extends AppError {
+export class LanguageNotFoundError extends MessageObjectError {
   readonly status = 404;
   constructor(readonly languageId: string) {
     super(`Language '${languageId}' not found`);
   }
-  body() {
-    return { error: { message: this.message } };
-  }
 }
 
-export class RecordNotFoundError extends AppError {
+export class RecordNotFoundError extends MessageStringError {
   readonly status = 404;
   /** @param resource the human name, e.g. "Product" or "Shopping cart". */
   constructor(readonly resource: string) {
     super(`${resource} not found`);
   }
-  body() {
-    return { error: this.message };
-  }
 }
 
-export class RouteNotFoundError extends AppError {
+export class RouteNotFoundError extends MessageStringError {
   readonly status = 404;
   constructor() {
     super('Not found');
   }
-  body() {
-    return { error: 'Not found' };
+}
+
+/** A 401, which always says how to authenticate (`WWW-Authenticate`). */
+abstract class ChallengeError extends MessageStringError {
+  readonly status = 401;
+  constructor(challenge: string, message: string) {
+    super(message);
+    this.headers['WWW-Authenticate'] = challenge;
   }
 }
 
-export class UnauthorizedError extends AppError {
-  readonly status = 401;
-  override readonly headers = { 'WWW-Authenticate': 'Bearer realm="api", error="invalid_token"' };
+export class UnauthorizedError extends ChallengeError {
   constructor() {
-    super('A valid access token is required: request a token at /oauth/token and send it as "Authorization: Bearer <token>"');
-  }
-  body() {
-    return { error: this.message };
+    super(
+      'Bearer realm="api", error="invalid_token"',
+      'A valid access token is required: request a token at /oauth/token and send it as "Authorization: Bearer <token>"',
+    );
   }
 }
 
@@ -113,7 +122,7 @@ export class OAuthError extends AppError {
   }
 }
 
-export class HttpStatusError extends AppError {
+export class HttpStatusError extends MessageObjectError {
   constructor(
     readonly status: number,
     message: string,
@@ -122,43 +131,35 @@ export class HttpStatusError extends AppError {
     super(message);
     Object.assign(this.headers, headers);
   }
-  body() {
-    return { error: { message: this.message } };
-  }
 }
 
-export class AdminUnavailableError extends AppError {
+/** 503 for a moment: what the answer needs is still being written, so the client retries a second later. */
+export class RetryShortlyError extends MessageObjectError {
+  readonly status = 503;
+  override readonly headers = { 'Retry-After': '1' };
+}
+
+export class AdminUnavailableError extends MessageStringError {
   readonly status = 503;
   // Said once as a warning at start (api/server.ts); each refused request is only an info line.
   override readonly setupState = true;
   constructor() {
     super('The admin interface is disabled: set ADMIN_PASSWORD to enable it');
   }
-  body() {
-    return { error: this.message };
-  }
 }
 
-export class AdminUnauthorizedError extends AppError {
-  readonly status = 401;
-  override readonly headers = { 'WWW-Authenticate': 'Basic realm="admin", charset="UTF-8"' };
+export class AdminUnauthorizedError extends ChallengeError {
   constructor() {
-    super('Admin credentials are required');
-  }
-  body() {
-    return { error: this.message };
+    super('Basic realm="admin", charset="UTF-8"', 'Admin credentials are required');
   }
 }
 
 /** Too many failed admin sign-ins from this address or for this user (auth/sign-in.guard.ts). */
-export class AdminSignInBlockedError extends AppError {
+export class AdminSignInBlockedError extends MessageStringError {
   readonly status = 429;
   constructor(retryAfterS: number, reason: 'failures' | 'in_progress' = 'failures') {
     super(`Too many ${reason === 'failures' ? 'failed sign-ins' : 'sign-ins in progress'}: retry after ${retryAfterS} s`);
     this.headers['Retry-After'] = String(retryAfterS);
-  }
-  body() {
-    return { error: this.message };
   }
 }
 

@@ -167,6 +167,41 @@ export function createApplierMetrics(registry: Registry) {
 
 export type ApplierMetrics = ReturnType<typeof createApplierMetrics>;
 
+/**
+ * A counter showing counts kept elsewhere (which only grow), read at scrape
+ * time: one series per key `read` answers, named by `label`; or, with no
+ * label, the one count.
+ */
+export function registerScrapedCounter(
+  registry: Registry,
+  meta: { name: string; help: string },
+  read: () => number | Record<string, number>,
+  label?: string,
+): void {
+  new Counter({
+    ...meta,
+    ...(label === undefined ? {} : { labelNames: [label] }),
+    registers: [registry],
+    collect() {
+      const counts = read();
+      this.reset();
+      if (typeof counts === 'number') this.inc(counts);
+      else for (const [value, count] of Object.entries(counts)) this.inc({ [label!]: value }, count);
+    },
+  });
+}
+
+/** A gauge showing a value kept elsewhere, read at scrape time. */
+export function registerScrapedGauge(registry: Registry, meta: { name: string; help: string }, read: () => number): void {
+  new Gauge({
+    ...meta,
+    registers: [registry],
+    collect() {
+      this.set(read());
+    },
+  });
+}
+
 export async function renderMetrics(registry: Registry): Promise<{ contentType: string; body: string }> {
   return { contentType: registry.contentType, body: await registry.metrics() };
 }

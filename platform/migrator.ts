@@ -228,12 +228,7 @@ async function applyRepeatables(client: pg.Client, directories: string[]): Promi
  * `migrate` creates it afresh: for development databases only (`npm run reset`).
  */
 export async function dropDatabaseOf(databaseUrl: string): Promise<void> {
-  const name = decodeURIComponent(new URL(databaseUrl).pathname.replace(/^\//, ''));
-  if (!name) throw new Error('DATABASE_URL names no database');
-  const maintenance = new URL(databaseUrl);
-  maintenance.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: maintenance.toString() });
-  await client.connect();
+  const { name, client } = await maintenanceOf(databaseUrl);
   try {
     await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
   } finally {
@@ -241,14 +236,22 @@ export async function dropDatabaseOf(databaseUrl: string): Promise<void> {
   }
 }
 
-async function ensureDatabase(databaseUrl: string): Promise<boolean> {
-  const url = new URL(databaseUrl);
-  const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
+/**
+ * The name of the database of `databaseUrl`, and a connection to the server's
+ * `postgres` database, from which that one can be created or dropped.
+ */
+async function maintenanceOf(databaseUrl: string): Promise<{ name: string; client: pg.Client }> {
+  const name = decodeURIComponent(new URL(databaseUrl).pathname.replace(/^\//, ''));
   if (!name) throw new Error('DATABASE_URL names no database');
   const maintenance = new URL(databaseUrl);
   maintenance.pathname = '/postgres';
   const client = new pg.Client({ connectionString: maintenance.toString() });
   await client.connect();
+  return { name, client };
+}
+
+async function ensureDatabase(databaseUrl: string): Promise<boolean> {
+  const { name, client } = await maintenanceOf(databaseUrl);
   try {
     const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (exists.rowCount) return false;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForBulkJob } from './support/bulk-jobs.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 
 /*
@@ -40,18 +41,6 @@ const fileOf = (round: number) =>
 
 /** The errors the lines sent one by one get, each after the one before has taken effect. */
 const EXPECTED_ERRORS = [{ line: 7, error: { error: 'Variant not found' } }];
-
-async function waitForJob(location: string) {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const response = await env.request('GET', location, { token });
-    expect(response.status).toBe(200);
-    const job = response.body;
-    if (job.status === 'failed' || (job.status === 'completed' && job.lines_applied === job.lines)) return job;
-    if (Date.now() > deadline) throw new Error(`bulk job did not finish: ${response.text}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 beforeAll(async () => {
   env = await startEnvironment();
@@ -109,7 +98,7 @@ describe('when another client writes to the language while its files run', () =>
       for (let round = 1; round <= 3; round += 1) {
         const response = await env.request('POST', `${v2}/bulk`, { token, raw: fileOf(round).join('\n'), headers: NDJSON });
         expect(response.status, response.text).toBe(202);
-        const job = await waitForJob(response.headers.get('location')!);
+        const job = await waitForBulkJob(env, token, response.headers.get('location')!);
         expect({ round, status: job.status, errors: job.errors }).toEqual({ round, status: 'completed', errors: EXPECTED_ERRORS });
         const category = await env.request('GET', `${v2}/categories/c1-${round}/products`, { token });
         expect(category.body.data.map((product: { id: string }) => product.id).sort()).toEqual([`p1-${round}`, `p4-${round}`]);

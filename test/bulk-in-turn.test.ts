@@ -4,8 +4,8 @@ import { z } from 'zod';
 import { applyBulkBatch } from '../bulk/bulk.service.js';
 import { drainLanguage } from '../sync/drain.js';
 import { InTurnWriter } from '../sync/in-turn.applier.js';
-import { holdLanguageForWrite } from '../sync/locks.js';
 import { drainWithWorker, startEnvironment, type TestEnvironment } from './support/harness.js';
+import { holdWriter } from './support/held-writer.js';
 import { captureLogs } from './support/log-capture.js';
 import { auditOf, langKeyOf, linksOf, liveIds, liveRecord } from './support/state.js';
 
@@ -115,27 +115,13 @@ describe("when a bulk file is its language's only writer", () => {
 describe('when another writer of the language is in flight', () => {
   it('should queue the batches behind it and end, once applied, as the file applied in turn', async () => {
     const langKey = await langKeyOf(env, 'de');
-    let release!: () => void;
-    let holding!: () => void;
-    const held = new Promise<void>((resolve) => {
-      holding = resolve;
-    });
     // A single write that has taken its number and not committed yet.
-    const writer = env.db.transaction(async (tx) => {
-      await holdLanguageForWrite(tx, langKey);
-      await tx.query(sql.unsafe`SELECT nextval('write_seq')`);
-      holding();
-      await new Promise<void>((resolve) => {
-        release = resolve;
-      });
-    });
-    await held;
+    const writer = await holdWriter(env.db, langKey);
     const jobId = await upload('de');
     for (let batch = 1; batch <= 3; batch += 1) await applyBulkBatch(env.db, jobId, { batchSize: BATCH });
     expect(await getJob('de', jobId)).toMatchObject({ status: 'completed', lines_stored: FILE.length, lines_applied: 0 });
     expect((await syncStatus()).pending).toBe(FILE.length);
-    release();
-    await writer;
+    await writer.release();
 
     await drainWithWorker(env);
     expect(await getJob('de', jobId)).toMatchObject({ lines_applied: FILE.length });
@@ -382,21 +368,8 @@ describe("when a line looks up a record that the file's queued changes stub or t
     expect(created.status).toBe(200);
     await drainWithWorker(env);
     const langKey = await langKeyOf(env, 'es');
-    let release!: () => void;
-    let holding!: () => void;
-    const held = new Promise<void>((resolve) => {
-      holding = resolve;
-    });
     // A single write in flight: the file's changes cannot be the language's next, so they are queued.
-    const writer = env.db.transaction(async (tx) => {
-      await holdLanguageForWrite(tx, langKey);
-      await tx.query(sql.unsafe`SELECT nextval('write_seq')`);
-      holding();
-      await new Promise<void>((resolve) => {
-        release = resolve;
-      });
-    });
-    await held;
+    const writer = await holdWriter(env.db, langKey);
     const file = [
       // Stubs product P1; the delete that follows needs it live.
       JSON.stringify({ variant: { id: 'V1', product_id: 'P1', title: 'Variant' } }),
@@ -411,8 +384,7 @@ describe("when a line looks up a record that the file's queued changes stub or t
     const first = await applyBulkBatch(env.db, jobId, { batchSize: BATCH });
     expect(first).toMatchObject({ done: false, applied: 1, waitForRequest: expect.any(String) });
     expect(await getJob('es', jobId)).toMatchObject({ status: 'running', lines_stored: 1, lines_applied: 0 });
-    release();
-    await writer;
+    await writer.release();
     // Until the applier has applied the stub, the file stays where it is.
     expect(await applyBulkBatch(env.db, jobId, { batchSize: BATCH })).toMatchObject({ done: false, applied: 0 });
     // The language's applier, without a worker (which would take the file on itself).

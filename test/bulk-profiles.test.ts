@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForBulkJob } from './support/bulk-jobs.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { workerSample } from './support/metrics.js';
 import { profileHeavyLines } from './support/profile-lines.js';
@@ -50,13 +51,7 @@ async function bulkOf(generation: Generation, language: string, lines: Line[]) {
   });
   expect(upload.status, upload.text).toBe(202);
   const location = `/api/v2/languages/${language}/bulk/${generation === 'v1' ? upload.body.bulk_job.id : upload.body.id}`;
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    const job = (await env.request('GET', location, { token })).body;
-    if (job.status === 'failed' || (job.status === 'completed' && job.lines_applied === job.lines)) return job;
-    if (Date.now() > deadline) throw new Error(`bulk job did not finish: ${JSON.stringify(job)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  return waitForBulkJob(env, token, location, 180_000);
 }
 
 beforeAll(async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForBulkJob, waitForV1BulkJob } from './support/bulk-jobs.js';
 import { type HttpResponse, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { generate, type Operation, rng } from './support/scenario.js';
 import { comparableState } from './support/state.js';
@@ -25,19 +26,6 @@ async function createLanguage(id: string) {
 
 async function upload(language: string, lines: string[], as = token) {
   return env.request('POST', `${v2(language)}/bulk`, { token: as, raw: lines.join('\n'), headers: NDJSON });
-}
-
-/** Polls the job (v2 shows it bare) until the worker has gone through the file and its effects are applied. */
-async function waitForJob(location: string, timeoutMs = 120_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const response = await env.request('GET', location, { token });
-    expect(response.status).toBe(200);
-    const job = response.body;
-    if (job.status === 'failed' || (job.status === 'completed' && job.lines_applied === job.lines)) return job;
-    if (Date.now() > deadline) throw new Error(`bulk job did not finish: ${response.text}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 type Line = Record<string, any>;
@@ -155,7 +143,7 @@ describe('when a v2 file syncs a whole shop', () => {
       SHOP.map((line) => JSON.stringify(line)),
     );
     expect(response.status).toBe(202);
-    job = await waitForJob(response.headers.get('location')!);
+    job = await waitForBulkJob(env, token, response.headers.get('location')!);
     await createLanguage('shop-one-by-one');
     expectedErrors = await sendOneByOne('shop-one-by-one', SHOP);
     await env.drain(60_000);
@@ -226,7 +214,9 @@ describe('when a v2 file writes orders and carts line by line', () => {
       { put: 'shopping_carts/S1/products/P3' },
     ];
     await createLanguage('lines-bulk');
-    const job = await waitForJob(
+    const job = await waitForBulkJob(
+      env,
+      token,
       (
         await upload(
           'lines-bulk',
@@ -317,7 +307,7 @@ describe('when a long random v2 file repeats records, links, lines and deletes',
       lines.map((line) => JSON.stringify(line)),
     );
     expect(response.status).toBe(202);
-    const job = await waitForJob(response.headers.get('location')!, 180_000);
+    const job = await waitForBulkJob(env, token, response.headers.get('location')!, 180_000);
     await createLanguage('random-one-by-one');
     const expectedErrors = await sendOneByOne('random-one-by-one', lines);
     expect(job.errors).toEqual(expectedErrors);
@@ -342,7 +332,7 @@ describe('when a v2 file is uploaded and followed', () => {
     expect(response.body.bulk_job).toBeUndefined();
     const location = response.headers.get('location')!;
     expect(location).toBe(`/api/v2/languages/follow/bulk/${response.body.id}`);
-    const job = await waitForJob(location);
+    const job = await waitForBulkJob(env, token, location);
     expect(job).toMatchObject({ status: 'completed', saved: 1, failed: 2 });
     expect(job.errors).toEqual([
       { line: 2, error: { error: { message: 'Malformed JSON on this line' } } },
@@ -378,7 +368,7 @@ describe('when a v2 file is uploaded and followed', () => {
       headers: NDJSON,
     });
     const job = (await env.request('GET', response.headers.get('location')!, { token })).body.bulk_job;
-    const done = job.status === 'completed' ? job : await waitForV1(response.headers.get('location')!);
+    const done = job.status === 'completed' ? job : await waitForV1BulkJob(env, token, response.headers.get('location')!);
     expect(done.errors).toEqual([
       { line: 1, error: { error: expect.objectContaining({ unknown_parameters: ['global_unsubscribe'] }) } },
       { line: 2, error: { error: expect.objectContaining({ unknown_parameters: ['put'] }) } },
@@ -405,13 +395,3 @@ describe('when a v2 file is uploaded and followed', () => {
     expect(unknown).toMatchObject({ status: 404, body: { error: 'Bulk job not found' } });
   });
 });
-
-async function waitForV1(location: string) {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const job = (await env.request('GET', location, { token })).body.bulk_job;
-    if (job.status === 'completed' || job.status === 'failed') return job;
-    if (Date.now() > deadline) throw new Error(`bulk job did not finish: ${JSON.stringify(job)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

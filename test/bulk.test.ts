@@ -4,6 +4,7 @@ import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { spawnApi } from './support/api-process.js';
+import { waitForV1BulkJob } from './support/bulk-jobs.js';
 import { httpRequest, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { checkResponse, openApiCheckEnabled } from './support/openapi-check.js';
 import { spawnWorker, stopProcess } from './support/processes.js';
@@ -23,17 +24,6 @@ async function createLanguage(id: string) {
 async function upload(languageId: string, lines: string[] | string) {
   const raw = Array.isArray(lines) ? lines.join('\n') : lines;
   return env.request('POST', `/api/v1/languages/${languageId}/bulk`, { token, raw, headers: NDJSON });
-}
-
-async function waitForJob(location: string, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const response = await env.request('GET', location, { token });
-    expect(response.status).toBe(200);
-    if (['completed', 'failed'].includes(response.body.bulk_job.status)) return response.body.bulk_job;
-    if (Date.now() > deadline) throw new Error(`bulk job did not finish: ${response.text}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** Sends v1 lines as their single requests, one by one; returns the `{line, error}` the job must report for them. */
@@ -108,7 +98,7 @@ describe('when a file mixes valid and invalid lines', () => {
     expect(response.headers.get('location')).toBe(`/api/v1/languages/bulk-mixed/bulk/${response.body.bulk_job.id}`);
     expect(response.body.bulk_job).toMatchObject({ status: 'queued', lines: MIXED.filter((line) => line !== '').length });
 
-    const job = await waitForJob(response.headers.get('location')!);
+    const job = await waitForV1BulkJob(env, token, response.headers.get('location')!);
     expect(job).toMatchObject({ status: 'completed', lines: 15, saved: 8, failed: 7 });
     expect(job.errors).toEqual([
       { line: 3, error: { error: { message: expect.any(String), missing_parameters: ['name'] } } },
@@ -149,7 +139,7 @@ describe('when a file mixes valid and invalid lines', () => {
       index % 2 === 0 ? `{"product":{"id":"E${index}"}}` : `{"product":{"id":"E${index}","name":"ok"}}`,
     );
     const response = await upload('bulk-errors', lines);
-    const job = await waitForJob(response.headers.get('location')!);
+    const job = await waitForV1BulkJob(env, token, response.headers.get('location')!);
     expect(job).toMatchObject({ status: 'completed', lines: 1_205, saved: 602, failed: 603 });
     expect(job.errors).toHaveLength(603);
     const all = await env.request('GET', `${response.headers.get('location')}/errors`, { token });
@@ -223,7 +213,7 @@ describe('when a long random file mixes kinds, repeats ids and deletes', () => {
     await createLanguage('bulk-random');
     const response = await upload('bulk-random', lines);
     expect(response.status).toBe(202);
-    const job = await waitForJob(response.headers.get('location')!, 120_000);
+    const job = await waitForV1BulkJob(env, token, response.headers.get('location')!, 120_000);
     expect(job).toMatchObject({ status: 'completed', lines: lines.length });
 
     await createLanguage('random-one-by-one');
@@ -244,7 +234,7 @@ describe('when the file is empty', () => {
     await createLanguage('bulk-empty');
     const response = await upload('bulk-empty', '');
     expect(response.status).toBe(202);
-    const job = await waitForJob(response.headers.get('location')!);
+    const job = await waitForV1BulkJob(env, token, response.headers.get('location')!);
     expect(job).toMatchObject({ status: 'completed', lines: 0, saved: 0, failed: 0, errors: [] });
   });
 });

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import pg from 'pg';
 import type { Database } from '../platform/db.js';
+import { Listener } from '../platform/listener.js';
 import type { Logger } from '../platform/logger.js';
 import { AUDIT_WRITTEN } from '../sync/audit.repository.js';
 import { jobIds } from '../sync/job-ids.js';
@@ -29,19 +30,29 @@ export class WebhookWaker {
   private soon: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
-  private listener: pg.Client | undefined;
+  private readonly listener: Listener;
   private stopped = false;
 
   constructor(
     private readonly db: Database,
-    private readonly databaseUrl: string,
+    databaseUrl: string,
     private readonly queue: Queue,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.listener = new Listener(databaseUrl, logger, {
+      channels: [pg.escapeIdentifier(AUDIT_WRITTEN)],
+      onNotification: () => this.wake(),
+      // The sweep every second goes on meanwhile; the listener comes back when Postgres does.
+      onLost: () => undefined,
+      lostMessage: 'webhook listener lost its connection',
+      failedMessage: 'webhook listener could not connect',
+      applicationName: 'webhook waker',
+    });
+  }
 
   async start(): Promise<void> {
     this.timer = setInterval(() => void this.sweep(), WEBHOOK_SWEEP_MS);
-    await this.listen();
+    await this.listener.start();
     void this.sweep();
   }
 
@@ -69,9 +80,7 @@ export class WebhookWaker {
     this.stopped = true;
     clearInterval(this.timer);
     clearTimeout(this.soon);
-    const listener = this.listener;
-    this.listener = undefined;
-    await listener?.end().catch(() => undefined);
+    await this.listener.close();
     await this.running;
   }
 
@@ -100,28 +109,6 @@ export class WebhookWaker {
       }
     } catch (error) {
       this.logger.warn({ err: (error as Error).message }, 'webhook sweep failed');
-    }
-  }
-
-  private async listen(): Promise<void> {
-    if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: 'webhook waker' });
-    client.on('notification', () => this.wake());
-    client.on('error', (error) => {
-      this.logger.warn({ err: error.message }, 'webhook listener lost its connection');
-      if (this.listener === client) this.listener = undefined;
-      // The sweep every second goes on meanwhile; the listener comes back when Postgres does.
-      setTimeout(() => void this.listen(), WEBHOOK_SWEEP_MS).unref();
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${pg.escapeIdentifier(AUDIT_WRITTEN)}`);
-      if (this.stopped) await client.end();
-      else this.listener = client;
-    } catch (error) {
-      this.logger.warn({ err: (error as Error).message }, 'webhook listener could not connect');
-      await client.end().catch(() => undefined);
-      setTimeout(() => void this.listen(), WEBHOOK_SWEEP_MS).unref();
     }
   }
 }

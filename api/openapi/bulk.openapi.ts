@@ -4,7 +4,7 @@ import { bulkListQuerySchema } from '../../catalogue/list-query.schema.js';
 import { MAX_LIST_ITEMS } from '../../catalogue/primitives.schema.js';
 import { STORED_KINDS } from '../../catalogue/record-kinds.js';
 import type { Generation } from '../../records/record.service.js';
-import { errors, json, paginated, pathParams, SECURITY } from './components.js';
+import { json, operationsOf, paginated, pathParams, SECURITY } from './components.js';
 import { z } from './zod-openapi.js';
 
 /*
@@ -64,22 +64,19 @@ const UPLOAD =
 
 /** The bulk operations of one interface. */
 export function registerBulkPaths(registry: OpenAPIRegistry, generation: Generation): void {
-  const tags = [generation];
-  const security = SECURITY.bearer;
+  const operation = operationsOf(registry, [generation], SECURITY.bearer);
   const base = `/api/${generation}/languages/{language_id}/bulk`;
   const job = generation === 'v1' ? z.object({ bulk_job: bulkJobSchema }) : bulkJobSchema;
   const languageParams = pathParams({ language_id: 'The language id (its own `id`, not its code)' });
   const jobParams = pathParams({ language_id: 'The language id', job_id: 'The bulk job id from the upload' });
-  const operation = (name: string) => `${generation}${name}`;
+  const operationId = (name: string) => `${generation}${name}`;
 
-  registry.registerPath({
+  operation({
     method: 'post',
     path: base,
-    operationId: operation('BulkUpload'),
+    operationId: operationId('BulkUpload'),
     summary: `Upload an NDJSON file of ${generation} writes, applied in line order in the background`,
     description: `${LINES[generation]} ${UPLOAD}`,
-    tags,
-    security,
     request: {
       params: languageParams,
       headers: z.object({
@@ -105,55 +102,49 @@ export function registerBulkPaths(registry: OpenAPIRegistry, generation: Generat
         headers: { Location: { schema: { type: 'string' }, description: 'The job URL' } },
         content: json(job),
       },
-      ...errors(
-        'badRequest',
-        'unauthorized',
-        'languageNotFound',
-        'uploadTimeout',
-        'bulkTooLarge',
-        'bulkUnsupportedMediaType',
-        'tooManyUploads',
-        'serverError',
-      ),
     },
+    errors: [
+      'badRequest',
+      'unauthorized',
+      'languageNotFound',
+      'uploadTimeout',
+      'bulkTooLarge',
+      'bulkUnsupportedMediaType',
+      'tooManyUploads',
+      'serverError',
+    ],
   });
-  registry.registerPath({
+  operation({
     method: 'get',
     path: base,
-    operationId: operation('ListBulkJobs'),
+    operationId: operationId('ListBulkJobs'),
     summary: "The language's bulk uploads (v1 and v2 files), newest first",
-    tags,
-    security,
     request: { params: languageParams, query: bulkListQuerySchema },
     responses: {
       200: { description: 'A page of jobs', content: json(paginated(bulkJobSummarySchema)) },
-      ...errors('badRequest', 'unauthorized', 'languageNotFound', 'serverError'),
     },
+    errors: ['badRequest', 'unauthorized', 'languageNotFound', 'serverError'],
   });
-  registry.registerPath({
+  operation({
     method: 'get',
     path: `${base}/{job_id}`,
-    operationId: operation('GetBulkJob'),
+    operationId: operationId('GetBulkJob'),
     summary: 'Progress and first errors of a bulk upload',
-    tags,
-    security,
     request: { params: jobParams },
     responses: {
       200: { description: 'The job', content: json(job) },
-      ...errors('unauthorized', 'notFound', 'serverError'),
     },
+    errors: ['unauthorized', 'notFound', 'serverError'],
   });
-  registry.registerPath({
+  operation({
     method: 'get',
     path: `${base}/{job_id}/errors`,
-    operationId: operation('ListBulkErrors'),
+    operationId: operationId('ListBulkErrors'),
     summary: 'Every line error of a bulk upload, as NDJSON',
-    tags,
-    security,
     request: { params: jobParams },
     responses: {
       200: { description: 'One `{"line":N,"error":...}` per line', content: { 'application/x-ndjson': { schema: z.string() } } },
-      ...errors('unauthorized', 'notFound', 'serverError'),
     },
+    errors: ['unauthorized', 'notFound', 'serverError'],
   });
 }

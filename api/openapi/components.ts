@@ -1,4 +1,4 @@
-import type { OpenAPIRegistry, ResponseConfig } from '@asteasolutions/zod-to-openapi';
+import type { OpenAPIRegistry, ResponseConfig, RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type { ZodTypeAny } from 'zod';
 import { MAX_ID_LENGTH } from '../../catalogue/primitives.schema.js';
 import { GENERIC_500_BODY } from '../../platform/errors.js';
@@ -235,6 +235,39 @@ export function registerSecuritySchemes(registry: OpenAPIRegistry): void {
     scheme: 'basic',
     description: 'ADMIN_USER:ADMIN_PASSWORD',
   });
+}
+
+/** One operation: its own answers in `responses`, the shared error answers it can give by name in `errors`. */
+export interface Operation {
+  method: RouteConfig['method'];
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  request?: RouteConfig['request'];
+  responses: Record<number, ResponseConfig>;
+  errors: ErrorResponseName[];
+}
+
+/**
+ * A registrar for the operations of one interface, which all have the same
+ * tags and security. An answer in `responses` stands over a named error of
+ * its status.
+ */
+export function operationsOf(registry: OpenAPIRegistry, tags: string[], security: SecurityRequirement) {
+  return ({ method, path, operationId, summary, description, request, responses, errors: names }: Operation): void => {
+    registry.registerPath({
+      method,
+      path,
+      operationId,
+      summary,
+      ...(description === undefined ? {} : { description }),
+      tags,
+      security,
+      ...(request === undefined ? {} : { request }),
+      responses: { ...errors(...names), ...responses },
+    });
+  };
 }
 
 /** `/a/:b` (a @koa/router path) as an OpenAPI path `/a/{b}`. */

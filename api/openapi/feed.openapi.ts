@@ -7,7 +7,7 @@ import {
   feedEntrySchema,
   feedPageSchema,
 } from '../../feed/feed.schema.js';
-import { errors, json, messageErrorSchema, pathParams, SECURITY } from './components.js';
+import { json, messageErrorSchema, operationsOf, pathParams, SECURITY } from './components.js';
 import { z } from './zod-openapi.js';
 
 /* The change feed (interface §22) in the API description; its bodies are feed/feed.schema.ts's. */
@@ -60,19 +60,20 @@ const cursorExpiredSchema = messageErrorSchema
   .openapi('CursorExpiredError');
 
 export function registerFeedPaths(registry: OpenAPIRegistry): void {
-  registry.registerPath({
+  operationsOf(
+    registry,
+    ['v2'],
+    SECURITY.bearer,
+  )({
     method: 'get',
     path: '/api/v2/languages/{language_id}/changes',
     operationId: 'v2ListChanges',
     summary: "The language's change feed",
     description:
       "Every audit entry of the language, stubs, links and cascades included, in the language's serial order, after the cursor. Following `meta.next_cursor` gives every entry exactly once. With `wait`, an empty answer is held until an entry arrives.",
-    tags: ['v2'],
-    security: SECURITY.bearer,
     request: { params: pathParams({ language_id: 'The language id (its own `id`)' }), query: feedQuery },
     responses: {
       200: { description: 'Entries after the cursor, oldest first', content: json(feedPage) },
-      ...errors('badRequest', 'unauthorized', 'languageNotFound', 'serverError'),
       410: {
         description: 'The cursor is older than the retained history, or the language id was deleted and created again since',
         content: json(cursorExpiredSchema),
@@ -83,5 +84,6 @@ export function registerFeedPaths(registry: OpenAPIRegistry): void {
         content: json(messageErrorSchema),
       },
     },
+    errors: ['badRequest', 'unauthorized', 'languageNotFound', 'serverError'],
   });
 }

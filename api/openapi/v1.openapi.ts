@@ -4,7 +4,7 @@ import { languageSchema, languageWriteSchema } from '../../catalogue/language.sc
 import { dateTimeSchema, idListSchema, idSchema, urlSchema } from '../../catalogue/primitives.schema.js';
 import { KINDS, RECORD_KINDS, type RecordKind } from '../../catalogue/record-kinds.js';
 import { registerBulkPaths } from './bulk.openapi.js';
-import { errors, json, pathParams, SECURITY, WRITE_ERRORS, withArticle } from './components.js';
+import { json, operationsOf, pathParams, SECURITY, WRITE_ERRORS, withArticle } from './components.js';
 import { z } from './zod-openapi.js';
 
 const pascal = (kind: string) => kind.replace(/(^|_)([a-z])/g, (_, __, letter: string) => letter.toUpperCase());
@@ -71,15 +71,14 @@ const languageParams = pathParams({ language_id: 'The language id (its own `id`,
 
 /** Every /api/v1 operation. */
 export function registerV1Paths(registry: OpenAPIRegistry): void {
-  const tags = ['v1'];
-  const security = SECURITY.bearer;
+  const operation = operationsOf(registry, ['v1'], SECURITY.bearer);
 
   // The documented path has the trailing slash (interface §4.1); the service answers both spellings.
   for (const [path, operationId] of [
     ['/api/v1/languages/', 'v1SaveLanguage'],
     ['/api/v1/languages', 'v1SaveLanguageNoSlash'],
   ] as const) {
-    registry.registerPath({
+    operation({
       method: 'post',
       path,
       operationId,
@@ -88,48 +87,42 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
         : 'Create or update a language (the same without the slash)',
       description:
         'Merges into the live language of that id: `name` and `code` are required on every v1 write; omitted optional fields keep their values.',
-      tags,
-      security,
       request: { body: { required: true, content: json(envelope('language', languageWriteSchema.openapi('LanguageWrite'))) } },
       responses: {
         200: { description: 'Saved', content: json(saved('language', languageSchema.openapi('Language'), 'Language', 'saved')) },
-        ...errors('badRequest', 'unauthorized', 'tooLarge', 'bodyTimeout', 'unsupportedMediaType', 'serverError'),
       },
+      errors: ['badRequest', 'unauthorized', 'tooLarge', 'bodyTimeout', 'unsupportedMediaType', 'serverError'],
     });
   }
 
-  registry.registerPath({
+  operation({
     method: 'delete',
     path: '/api/v1/languages/{language_id}',
     operationId: 'v1DeleteLanguage',
     summary: 'Delete a language and, in the background, every record in it (an unknown id also answers 200)',
-    tags,
-    security,
     request: { params: languageParams },
     responses: {
       200: {
         description: 'Deleted',
         content: json(saved('language', languageSchema.partial().required({ id: true }), 'Language', 'deleted')),
       },
-      ...errors('unauthorized', 'serverError'),
     },
+    errors: ['unauthorized', 'serverError'],
   });
 
-  registry.registerPath({
+  operation({
     method: 'get',
     path: '/api/v1/languages/{language_id}/profiles',
     operationId: 'v1GetProfile',
     summary: 'Find a profile by id or, failing that, by email (case-insensitive)',
-    tags,
-    security,
     request: {
       params: languageParams,
       query: z.object({ id: z.string().min(1).max(255).optional(), email: z.string().min(1).max(320).optional() }),
     },
     responses: {
       200: { description: 'The profile', content: json(z.object({ profile: v1RecordResponseSchema('profile') })) },
-      ...errors('badRequest', 'unauthorized', 'notFound', 'serverError'),
     },
+    errors: ['badRequest', 'unauthorized', 'notFound', 'serverError'],
   });
 
   registerBulkPaths(registry, 'v1');
@@ -137,13 +130,11 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
   for (const kind of RECORD_KINDS) {
     const { segment, resource, schema } = KINDS[kind];
     const record = v1RecordResponseSchema(kind);
-    registry.registerPath({
+    operation({
       method: 'post',
       path: `/api/v1/languages/{language_id}/${segment}`,
       operationId: `v1Save${pascal(kind)}`,
       summary: `Create or update ${withArticle(resource.toLowerCase())} (merging: omitted fields keep their values)`,
-      tags,
-      security,
       request: {
         params: languageParams,
         body: { required: true, content: json(envelope(kind, schema.openapi(`${pascal(kind)}V1Write`))) },
@@ -153,21 +144,19 @@ export function registerV1Paths(registry: OpenAPIRegistry): void {
           description: 'Saved; related stubs, links and cascades follow from the queue',
           content: json(saved(kind, record, resource, 'saved')),
         },
-        ...errors(...WRITE_ERRORS),
       },
+      errors: WRITE_ERRORS,
     });
-    registry.registerPath({
+    operation({
       method: 'delete',
       path: `/api/v1/languages/{language_id}/${segment}/{record_id}`,
       operationId: `v1Delete${pascal(kind)}`,
       summary: `Delete ${withArticle(resource.toLowerCase())}`,
-      tags,
-      security,
       request: { params: pathParams({ language_id: 'The language id', record_id: `The ${resource.toLowerCase()} id` }) },
       responses: {
         200: { description: 'Deleted', content: json(saved(kind, record, resource, 'deleted')) },
-        ...errors('unauthorized', 'notFound', 'serverError'),
       },
+      errors: ['unauthorized', 'notFound', 'serverError'],
     });
   }
 }

@@ -19,7 +19,7 @@ import {
   type StoredKind,
 } from '../../catalogue/record-kinds.js';
 import { registerBulkPaths } from './bulk.openapi.js';
-import { errors, json, NO_CONTENT, pathParams, SECURITY, WRITE_ERRORS, withArticle } from './components.js';
+import { type ErrorResponseName, json, NO_CONTENT, operationsOf, pathParams, SECURITY, WRITE_ERRORS, withArticle } from './components.js';
 import { registerFeedPaths } from './feed.openapi.js';
 import { nullable, responseView } from './v1.openapi.js';
 import { registerWebhookPaths } from './webhooks.openapi.js';
@@ -210,7 +210,7 @@ const recordListQuery = listQuery.extend({
   }),
 });
 
-const LIST_ERRORS = errors('badRequest', 'unauthorized', 'notFound', 'serverError');
+const LIST_ERRORS: ErrorResponseName[] = ['badRequest', 'unauthorized', 'notFound', 'serverError'];
 const profileListQuery = recordListQuery.extend({
   'emails[]': z
     .array(z.string().openapi({ format: 'email' }))
@@ -222,46 +222,37 @@ const languageResponse = languageSchema.extend({ url: uri().nullable() }).openap
 
 /** Every /api/v2 operation, from the catalogue's tables as the router builds its routes. */
 export function registerV2Paths(registry: OpenAPIRegistry): void {
-  const tags = ['v2'];
-  const security = SECURITY.bearer;
+  const operation = operationsOf(registry, ['v2'], SECURITY.bearer);
   const language = { language_id: 'The language id (its own `id`)' };
   const put = (path: string, operationId: string, summary: string, description: string, bodySchema: ZodTypeAny, answer: ZodTypeAny) =>
-    registry.registerPath({
+    operation({
       method: 'put',
       path,
       operationId,
       summary,
       description,
-      tags,
-      security,
       request: {
         ...(path.includes('{language_id}') ? { params: pathParams(language) } : {}),
         body: { required: true, content: json(bodySchema) },
       },
-      responses: {
-        200: { description: 'The saved record, bare (the same shape GET returns)', content: json(answer) },
-        // Language-scoped: the language, or a record the write needs (a purchase event's order), may be missing.
-        ...errors(
-          ...(path.includes('{language_id}')
-            ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'bodyTimeout', 'unsupportedMediaType', 'serverError'] as const)
-            : WRITE_ERRORS.filter((name) => name !== 'languageNotFound')),
-        ),
-      },
+      responses: { 200: { description: 'The saved record, bare (the same shape GET returns)', content: json(answer) } },
+      // Language-scoped: the language, or a record the write needs (a purchase event's order), may be missing.
+      errors: path.includes('{language_id}')
+        ? ['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'bodyTimeout', 'unsupportedMediaType', 'serverError']
+        : WRITE_ERRORS.filter((name) => name !== 'languageNotFound'),
     });
 
-  registry.registerPath({
+  operation({
     method: 'get',
     path: '/api/v2/languages',
     operationId: 'v2ListLanguages',
     summary: "The account's languages",
     description: 'Ordered by creation, then id.',
-    tags,
-    security,
     request: { query: listQuery },
     responses: {
       200: { description: 'A page of languages, by creation', content: json(page(languageResponse)) },
-      ...errors('badRequest', 'unauthorized', 'serverError'),
     },
+    errors: ['badRequest', 'unauthorized', 'serverError'],
   });
   put(
     '/api/v2/languages',
@@ -271,30 +262,27 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
     z.object({ language: languageV2WriteSchema.openapi('LanguageV2Write') }).strict(),
     languageResponse,
   );
-  registry.registerPath({
+  operation({
     method: 'get',
     path: '/api/v2/languages/{language_id}',
     operationId: 'v2GetLanguage',
     summary: 'One language of the account',
     description: "Another account's language is 404, as an unknown one.",
-    tags,
-    security,
     request: { params: pathParams(language) },
     responses: {
       200: { description: 'The language', content: json(languageResponse) },
-      ...errors('unauthorized', 'languageNotFound', 'serverError'),
     },
+    errors: ['unauthorized', 'languageNotFound', 'serverError'],
   });
-  registry.registerPath({
+  operation({
     method: 'delete',
     path: '/api/v2/languages/{language_id}',
     operationId: 'v2DeleteLanguage',
     summary: 'Delete a language and, in the background, every record in it',
     description: 'The same id can be PUT again at once, and starts empty.',
-    tags,
-    security,
     request: { params: pathParams(language) },
-    responses: { 204: NO_CONTENT, ...errors('unauthorized', 'languageNotFound', 'serverError') },
+    responses: { 204: NO_CONTENT },
+    errors: ['unauthorized', 'languageNotFound', 'serverError'],
   });
 
   put(
@@ -305,19 +293,17 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
     z.object({ custom_attribute: attributeDefinitionWriteSchema.openapi('CustomAttributeDefinitionWrite') }).strict(),
     attributeDefinitionSchema.openapi('CustomAttributeDefinition'),
   );
-  registry.registerPath({
+  operation({
     method: 'get',
     path: '/api/v2/custom_attributes',
     operationId: 'v2ListCustomAttributes',
     summary: "The account's custom attribute definitions",
     description: `Ordered by first creation, then resource, then handle. Datatypes: ${ATTRIBUTE_DATATYPES.join(', ')}.`,
-    tags,
-    security,
     request: { query: pageQuery.extend({ resource: z.enum(ATTRIBUTE_RESOURCES).optional() }) },
     responses: {
       200: { description: 'A page of definitions', content: json(page(attributeDefinitionSchema)) },
-      ...errors('badRequest', 'unauthorized', 'serverError'),
     },
+    errors: ['badRequest', 'unauthorized', 'serverError'],
   });
 
   for (const kind of STORED_KINDS) {
@@ -345,17 +331,16 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
 
   for (const kind of RECORD_KINDS) {
     const { segment, resource } = KINDS[kind];
-    registry.registerPath({
+    operation({
       method: 'delete',
       path: `/api/v2/languages/{language_id}/${segment}/{record_id}`,
       operationId: `v2Delete${pascal(kind)}`,
       summary: `Delete ${withArticle(resource.toLowerCase())} (irreversible; its cascade follows from the queue)`,
       description:
         "Effects on other records: a product's variants are deleted with it and its category and related-product links removed; a category's child categories lose their parent; a brand's products lose their brand; anything else stays.",
-      tags,
-      security,
       request: { params: pathParams({ ...language, record_id: `The ${resource.toLowerCase()} id` }) },
-      responses: { 204: NO_CONTENT, ...errors('unauthorized', 'notFound', 'serverError') },
+      responses: { 204: NO_CONTENT },
+      errors: ['unauthorized', 'notFound', 'serverError'],
     });
   }
 
@@ -418,19 +403,17 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
     ],
   ] as const;
   for (const [path, operationId, summary, item, params, query] of subLists) {
-    registry.registerPath({
+    operation({
       method: 'get',
       path: `/api/v2/languages/{language_id}/${path}`,
       operationId,
       summary,
       description: query === pageQuery ? 'Takes `page` and `per_page` only.' : 'Ordered by created_at, then id.',
-      tags,
-      security,
       request: { params: pathParams({ ...language, ...params }), query },
       responses: {
         200: { description: 'A page', content: json(query === pageQuery ? page(item) : recordPage(item)) },
-        ...LIST_ERRORS,
       },
+      errors: LIST_ERRORS,
     });
   }
 
@@ -441,19 +424,17 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       ['put', 'Link', `Link ${withArticle(other)} to the product (no effect when linked; both must exist, no stubs)`],
       ['delete', 'Unlink', `Remove the link only (204 also when there was none)`],
     ] as const) {
-      registry.registerPath({
+      operation({
         method,
         path: `/api/v2/languages/{language_id}/products/{product_id}/${segment}/{other_id}`,
         operationId: `v2${verb}${pascal(segment)}`,
         summary,
         description: `The link (${link.field}) follows from the queue, audited as \`${method === 'put' ? 'link' : 'unlink'}\` of the product.`,
-        tags,
-        security,
         request: { params },
         responses: {
           204: { description: 'Accepted; the link follows from the queue' },
-          ...errors('unauthorized', 'notFound', 'serverError'),
         },
+        errors: ['unauthorized', 'notFound', 'serverError'],
       });
     }
   }
@@ -462,7 +443,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
     const { segment, resource } = KINDS[parent];
     const params = pathParams({ ...language, parent_id: `The ${resource.toLowerCase()} id`, product_id: 'The product id' });
     const path = `/api/v2/languages/{language_id}/${segment}/{parent_id}/products/{product_id}`;
-    registry.registerPath({
+    operation({
       method: 'put',
       path,
       operationId: `v2Put${pascal(parent)}Line`,
@@ -471,8 +452,6 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
           ? "Add the product's line, or update it (sent fields replace, omitted keep; a new line's quantity is 1)"
           : 'Add the product to the cart (no effect when present)',
       description: 'A missing product becomes a stub; the change is audited as an update of the parent.',
-      tags,
-      security,
       request: {
         params,
         ...(parent === 'order'
@@ -495,23 +474,21 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       },
       responses: {
         ...(parent === 'order' ? { 200: { description: 'The line', content: json(lineItemSchemas.order) } } : { 204: NO_CONTENT }),
-        ...errors(
-          ...(parent === 'order'
-            ? (['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'bodyTimeout', 'unsupportedMediaType', 'serverError'] as const)
-            : // A product id over 255 characters cannot name a product of the cart (interface §13.2): 400 invalid_parameters.
-              (['badRequest', 'unauthorized', 'notFound', 'serverError'] as const)),
-        ),
       },
+      errors:
+        parent === 'order'
+          ? ['badRequest', 'unauthorized', 'notFound', 'tooLarge', 'bodyTimeout', 'unsupportedMediaType', 'serverError']
+          : // A product id over 255 characters cannot name a product of the cart (interface §13.2): 400 invalid_parameters.
+            ['badRequest', 'unauthorized', 'notFound', 'serverError'],
     });
-    registry.registerPath({
+    operation({
       method: 'delete',
       path,
       operationId: `v2Delete${pascal(parent)}Line`,
       summary: "Remove the product's lines (204 also when there is none)",
-      tags,
-      security,
       request: { params },
-      responses: { 204: NO_CONTENT, ...errors('unauthorized', 'notFound', 'serverError') },
+      responses: { 204: NO_CONTENT },
+      errors: ['unauthorized', 'notFound', 'serverError'],
     });
   }
 
@@ -519,7 +496,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
     const { segment, resource } = KINDS[kind];
     const record = recordSchema(kind);
     const plural = kind === 'profile' ? 'Profiles, as summaries' : `${resource}s`.replace(/ys$/, 'ies');
-    registry.registerPath({
+    operation({
       method: 'get',
       path: `/api/v2/languages/{language_id}/${segment}`,
       operationId: `v2List${pascal(segment)}`,
@@ -530,30 +507,26 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
           : kind === 'purchase_event'
             ? 'Ordered by created_at, then order_id.'
             : 'Ordered by created_at, then id.',
-      tags,
-      security,
       request: { params: pathParams(language), query: kind === 'profile' ? profileListQuery : recordListQuery },
       responses: {
         200: { description: 'A page', content: json(recordPage(kind === 'profile' ? summaries.profile : record)) },
-        ...LIST_ERRORS,
       },
+      errors: LIST_ERRORS,
     });
     if (kind === 'global_unsubscribe') continue;
-    registry.registerPath({
+    operation({
       method: 'get',
       path: `/api/v2/languages/{language_id}/${segment}/{record_id}`,
       operationId: `v2Get${pascal(kind)}`,
       summary: `One ${resource.toLowerCase()}`,
       description: `404 \`{"error":"${resource} not found"}\` when there is none.`,
-      tags,
-      security,
       request: {
         params: pathParams({ ...language, record_id: kind === 'purchase_event' ? 'The order id' : `The ${resource.toLowerCase()} id` }),
       },
       responses: {
         200: { description: `The ${resource.toLowerCase()}`, content: json(record) },
-        ...errors('unauthorized', 'notFound', 'serverError'),
       },
+      errors: ['unauthorized', 'notFound', 'serverError'],
     });
   }
 }

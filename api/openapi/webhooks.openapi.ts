@@ -1,12 +1,10 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { WEBHOOK_EVENTS, webhookSchema, webhookWriteSchema } from '../../webhooks/webhook.schema.js';
-import { errors, json, NO_CONTENT, paginated, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
+import { json, NO_CONTENT, type Operation, operationsOf, paginated, pathParams, SECURITY, WRITE_ERRORS } from './components.js';
 import { z } from './zod-openapi.js';
 
 /* An account's webhooks (interface §23) in the API description; their bodies are webhooks/webhook.schema.ts's. */
 
-const tags = ['v2'];
-const security = SECURITY.bearer;
 const webhookParam = () => pathParams({ webhook_id: 'The webhook id' });
 
 const webhook = webhookSchema
@@ -58,108 +56,70 @@ const pageQuery = z.object({
 });
 
 export function registerWebhookPaths(registry: OpenAPIRegistry): void {
-  registry.registerPath({
+  const operation = operationsOf(registry, ['v2'], SECURITY.bearer);
+  /** An operation on one webhook, which is 404 when the account has none of that id. */
+  const onWebhook = (method: Operation['method'], path: string, operationId: string, summary: string, ok: Operation['responses']) =>
+    operation({
+      method,
+      path: `/api/v2/webhooks/{webhook_id}${path}`,
+      operationId,
+      summary,
+      request: { params: webhookParam() },
+      responses: ok,
+      errors: ['unauthorized', 'recordNotFound', 'serverError'],
+    });
+
+  operation({
     method: 'put',
     path: '/api/v2/webhooks',
     operationId: 'v2SaveWebhook',
     summary: 'Create or replace a webhook',
     description: `Deliveries are POSTs signed as Standard Webhooks specifies. \`events\`: ${WEBHOOK_EVENTS.join(', ')}. The URL must be https to a public address. Setting \`active: true\` again resumes where it stopped.`,
-    tags,
-    security,
     request: {
       body: { required: true, content: json(z.object({ webhook: webhookWriteSchema.openapi('WebhookWrite') }).strict()) },
     },
-    responses: {
-      200: { description: 'The webhook; with `secret` when this created it', content: json(webhook) },
-      ...errors(...WRITE_ERRORS.filter((name) => name !== 'languageNotFound')),
-    },
+    responses: { 200: { description: 'The webhook; with `secret` when this created it', content: json(webhook) } },
+    errors: WRITE_ERRORS.filter((name) => name !== 'languageNotFound'),
   });
-  registry.registerPath({
+  operation({
     method: 'get',
     path: '/api/v2/webhooks',
     operationId: 'v2ListWebhooks',
     summary: "The account's webhooks, by id (never their secrets)",
-    tags,
-    security,
     request: { query: pageQuery },
-    responses: {
-      200: { description: 'A page of webhooks', content: json(paginated(webhook)) },
-      ...errors('badRequest', 'unauthorized', 'serverError'),
-    },
+    responses: { 200: { description: 'A page of webhooks', content: json(paginated(webhook)) } },
+    errors: ['badRequest', 'unauthorized', 'serverError'],
   });
-  registry.registerPath({
-    method: 'get',
-    path: '/api/v2/webhooks/{webhook_id}',
-    operationId: 'v2GetWebhook',
-    summary: 'One webhook (never its secret)',
-    tags,
-    security,
-    request: { params: webhookParam() },
-    responses: {
-      200: { description: 'The webhook', content: json(webhook) },
-      ...errors('unauthorized', 'recordNotFound', 'serverError'),
-    },
+  onWebhook('get', '', 'v2GetWebhook', 'One webhook (never its secret)', {
+    200: { description: 'The webhook', content: json(webhook) },
   });
-  registry.registerPath({
-    method: 'delete',
-    path: '/api/v2/webhooks/{webhook_id}',
-    operationId: 'v2DeleteWebhook',
-    summary: 'Delete a webhook, with its deliveries',
-    tags,
-    security,
-    request: { params: webhookParam() },
-    responses: { 204: NO_CONTENT, ...errors('unauthorized', 'recordNotFound', 'serverError') },
+  onWebhook('delete', '', 'v2DeleteWebhook', 'Delete a webhook, with its deliveries', { 204: NO_CONTENT });
+  onWebhook(
+    'post',
+    '/rotate-secret',
+    'v2RotateWebhookSecret',
+    'Give the webhook a new secret; the old one keeps signing beside it for 24 hours',
+    { 200: { description: 'The webhook with its new `secret`', content: json(webhook) } },
+  );
+  onWebhook('post', '/ping', 'v2PingWebhook', 'Send `{"type":"ping"}` now, signed like any delivery, and answer what came back', {
+    200: { description: "The receiver's answer", content: json(pingResult) },
   });
-  registry.registerPath({
-    method: 'post',
-    path: '/api/v2/webhooks/{webhook_id}/rotate-secret',
-    operationId: 'v2RotateWebhookSecret',
-    summary: 'Give the webhook a new secret; the old one keeps signing beside it for 24 hours',
-    tags,
-    security,
-    request: { params: webhookParam() },
-    responses: {
-      200: { description: 'The webhook with its new `secret`', content: json(webhook) },
-      ...errors('unauthorized', 'recordNotFound', 'serverError'),
-    },
-  });
-  registry.registerPath({
-    method: 'post',
-    path: '/api/v2/webhooks/{webhook_id}/ping',
-    operationId: 'v2PingWebhook',
-    summary: 'Send `{"type":"ping"}` now, signed like any delivery, and answer what came back',
-    tags,
-    security,
-    request: { params: webhookParam() },
-    responses: {
-      200: { description: "The receiver's answer", content: json(pingResult) },
-      ...errors('unauthorized', 'recordNotFound', 'serverError'),
-    },
-  });
-  registry.registerPath({
+  operation({
     method: 'get',
     path: '/api/v2/webhooks/{webhook_id}/deliveries',
     operationId: 'v2ListWebhookDeliveries',
     summary: "The webhook's deliveries, newest first",
-    tags,
-    security,
     request: { params: webhookParam(), query: pageQuery },
-    responses: {
-      200: { description: 'A page of deliveries', content: json(paginated(delivery)) },
-      ...errors('badRequest', 'unauthorized', 'recordNotFound', 'serverError'),
-    },
+    responses: { 200: { description: 'A page of deliveries', content: json(paginated(delivery)) } },
+    errors: ['badRequest', 'unauthorized', 'recordNotFound', 'serverError'],
   });
-  registry.registerPath({
+  operation({
     method: 'post',
     path: '/api/v2/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
     operationId: 'v2RedeliverWebhookDelivery',
     summary: 'Send a delivery again, with the same `webhook-id`, before anything later of its language',
-    tags,
-    security,
     request: { params: pathParams({ webhook_id: 'The webhook id', delivery_id: 'The delivery id' }) },
-    responses: {
-      202: { description: 'Queued; the worker sends it' },
-      ...errors('unauthorized', 'recordNotFound', 'serverError'),
-    },
+    responses: { 202: { description: 'Queued; the worker sends it' } },
+    errors: ['unauthorized', 'recordNotFound', 'serverError'],
   });
 }

@@ -5,7 +5,7 @@ import { bulkJobErrorsForAdmin, listBulkJobsForAdmin } from '../../bulk/bulk-adm
 import { parseOrThrow } from '../../catalogue/validation.js';
 import type { Config } from '../../platform/config.js';
 import type { Database } from '../../platform/db.js';
-import { HttpStatusError, RecordNotFoundError, ValidationError } from '../../platform/errors.js';
+import { HttpStatusError, RecordNotFoundError, RetryShortlyError, ValidationError } from '../../platform/errors.js';
 import { accountOverview } from '../../sync/account-overview.repository.js';
 import { AuditHorizonTimeoutError, listAuditEntries } from '../../sync/audit.repository.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
@@ -45,6 +45,13 @@ function seqParam(ctx: AppContext): number {
   return Number(value);
 }
 
+/** The filters and page size every admin list takes, from its query. */
+const listFilterOf = (query: { account?: string | undefined; language_id?: string | undefined; limit?: number | undefined }) => ({
+  account: query.account,
+  languageId: query.language_id,
+  limit: query.limit ?? AUDIT_DEFAULT_LIMIT,
+});
+
 function servePage(ctx: AppContext, page: AdminPage) {
   ctx.set('Content-Security-Policy', page.csp);
   ctx.set('Cache-Control', 'no-store');
@@ -74,30 +81,21 @@ export function adminRouter({ config, db, notifier }: AdminDependencies) {
     const query = parseOrThrow(auditQuerySchema, { ...ctx.query });
     try {
       const page = await listAuditEntries(db, {
-        account: query.account,
-        languageId: query.language_id,
+        ...listFilterOf(query),
         kind: query.kind,
         recordId: query.record_id,
         after: query.after ?? 0,
-        limit: query.limit ?? AUDIT_DEFAULT_LIMIT,
       });
       ctx.body = { data: page.entries, next_after: page.nextAfter };
     } catch (error) {
-      if (error instanceof AuditHorizonTimeoutError)
-        throw new HttpStatusError(503, 'The audit log is being written; retry shortly', { 'Retry-After': '1' });
+      if (error instanceof AuditHorizonTimeoutError) throw new RetryShortlyError('The audit log is being written; retry shortly');
       throw error;
     }
   });
 
   router.get('/api/set-aside', async (ctx: AppContext) => {
     const query = parseOrThrow(setAsideQuerySchema, { ...ctx.query });
-    ctx.body = await listSetAsideChanges(db, {
-      account: query.account,
-      languageId: query.language_id,
-      kind: query.kind,
-      after: query.after ?? 0,
-      limit: query.limit ?? AUDIT_DEFAULT_LIMIT,
-    });
+    ctx.body = await listSetAsideChanges(db, { ...listFilterOf(query), kind: query.kind, after: query.after ?? 0 });
   });
 
   const retried = (ctx: AppContext, result: { seqs: number[]; langKeys: number[] }) => {
@@ -133,13 +131,7 @@ export function adminRouter({ config, db, notifier }: AdminDependencies) {
 
   router.get('/api/bulk-jobs', async (ctx: AppContext) => {
     const query = parseOrThrow(adminBulkJobsQuerySchema, { ...ctx.query });
-    ctx.body = await listBulkJobsForAdmin(db, {
-      account: query.account,
-      languageId: query.language_id,
-      status: query.status,
-      before: query.before,
-      limit: query.limit ?? AUDIT_DEFAULT_LIMIT,
-    });
+    ctx.body = await listBulkJobsForAdmin(db, { ...listFilterOf(query), status: query.status, before: query.before });
   });
 
   router.get('/api/bulk-jobs/:id/errors', async (ctx: AppContext) => {

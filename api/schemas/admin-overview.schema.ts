@@ -1,5 +1,5 @@
 import { z } from '../openapi/zod-openapi.js';
-import { AUDIT_DEFAULT_LIMIT, AUDIT_MAX_LIMIT, accountFilter, digits } from './admin.schema.js';
+import { accountFilter, accountName, afterFilter, languageFilter, nextAfterOfLastPage, pageLimit } from './admin.schema.js';
 
 /* The admin landing page's counts per account, and bulk files across accounts (interface §9.2). */
 
@@ -7,7 +7,7 @@ export const accountsQuerySchema = z.object({ account: accountFilter('the counts
 
 export const accountOverviewSchema = z
   .object({
-    account: z.string().openapi({ description: 'Account (shop) name' }),
+    account: accountName,
     languages: z.number().int().openapi({ description: 'Live languages' }),
     records: z.number().int().openapi({ description: 'Live records in its live languages, every kind' }),
     pending: z.number().int().openapi({ description: "The account's part of sync-status `pending`" }),
@@ -24,16 +24,14 @@ export const BULK_JOB_STATUSES = ['receiving', 'queued', 'running', 'completed',
 export const adminBulkJobsQuerySchema = z
   .object({
     account: accountFilter('files'),
-    language_id: z.string().min(1).max(255).optional().openapi({ description: 'Only files of this language id' }),
+    language_id: languageFilter('files'),
     status: z.enum(BULK_JOB_STATUSES).optional().openapi({ description: 'Only files in this state' }),
     before: z
       .string()
       .uuid()
       .optional()
       .openapi({ description: 'Only files listed after this one (the `next_before` of the previous page)' }),
-    limit: digits(1, AUDIT_MAX_LIMIT)
-      .optional()
-      .openapi({ description: `Files per page, ${AUDIT_DEFAULT_LIMIT} when not given` }),
+    limit: pageLimit('Files'),
   })
   .strict();
 
@@ -42,7 +40,7 @@ const timestamp = (description: string) => z.string().nullable().openapi({ forma
 export const adminBulkJobSchema = z
   .object({
     id: z.string().openapi({ format: 'uuid', description: "The file's id, as its shop sees it" }),
-    account: z.string().openapi({ description: 'Account (shop) name' }),
+    account: accountName,
     language_id: z.string(),
     api_version: z.enum(['v1', 'v2']).openapi({ description: 'The interface whose bodies its lines are' }),
     client_id: z.string().openapi({ description: 'The client that uploaded it' }),
@@ -69,12 +67,8 @@ export const adminBulkJobsPageSchema = z
 
 export const bulkErrorsQuerySchema = z
   .object({
-    after: digits(0, Number.MAX_SAFE_INTEGER)
-      .optional()
-      .openapi({ description: 'Only errors of lines after this one (the `next_after` of the previous page)' }),
-    limit: digits(1, AUDIT_MAX_LIMIT)
-      .optional()
-      .openapi({ description: `Errors per page, ${AUDIT_DEFAULT_LIMIT} when not given` }),
+    after: afterFilter('Only errors of lines after this one (the `next_after` of the previous page)'),
+    limit: pageLimit('Errors'),
   })
   .strict();
 
@@ -86,6 +80,6 @@ export const bulkErrorsPageSchema = z
         error: z.unknown().openapi({ description: 'The error body the single request would have answered' }),
       }),
     ),
-    next_after: z.number().int().nullable().openapi({ description: 'Pass as `after` for the next page; null when this is the last' }),
+    next_after: nextAfterOfLastPage,
   })
   .openapi('AdminBulkJobErrors');

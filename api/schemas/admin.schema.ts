@@ -26,18 +26,43 @@ export const accountFilter = (what: string) =>
     .optional()
     .openapi({ description: `Only ${what} of this account (its name, as \`account\` shows it)` });
 
+export const languageFilter = (what: string) =>
+  z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .openapi({ description: `Only ${what} of this language id` });
+
+const kindFilter = (description: string) => z.enum(AUDIT_KINDS).optional().openapi({ description });
+
+/** Where a page starts: the previous page's `next_after`. */
+export const afterFilter = (description: string) => digits(0, Number.MAX_SAFE_INTEGER).optional().openapi({ description });
+
+/** A page's size; `items` names them, capitalised. */
+export const pageLimit = (items: string) =>
+  digits(1, AUDIT_MAX_LIMIT)
+    .optional()
+    .openapi({ description: `${items} per page, ${AUDIT_DEFAULT_LIMIT} when not given` });
+
+/** The `next_after` of a page that ends. */
+export const nextAfterOfLastPage = z
+  .number()
+  .int()
+  .nullable()
+  .openapi({ description: 'Pass as `after` for the next page; null when this is the last' });
+
+/** An answer's `account`. */
+export const accountName = z.string().openapi({ description: 'Account (shop) name' });
+
 export const auditQuerySchema = z
   .object({
     account: accountFilter('entries'),
-    language_id: z.string().min(1).max(255).optional().openapi({ description: 'Only entries of this language id' }),
-    kind: z.enum(AUDIT_KINDS).optional().openapi({ description: 'Only entries of this kind (the v1 body key, or `language`)' }),
+    language_id: languageFilter('entries'),
+    kind: kindFilter('Only entries of this kind (the v1 body key, or `language`)'),
     record_id: z.string().min(1).max(255).optional().openapi({ description: 'Only entries of this record id' }),
-    after: digits(0, Number.MAX_SAFE_INTEGER)
-      .optional()
-      .openapi({ description: 'Only entries with a higher `seq` (the `next_after` of the previous page)' }),
-    limit: digits(1, AUDIT_MAX_LIMIT)
-      .optional()
-      .openapi({ description: `Entries per page, ${AUDIT_DEFAULT_LIMIT} when not given` }),
+    after: afterFilter('Only entries with a higher `seq` (the `next_after` of the previous page)'),
+    limit: pageLimit('Entries'),
   })
   .strict();
 
@@ -45,7 +70,7 @@ export const auditEntrySchema = auditEntryRow
   .extend({
     seq: z.number().int().openapi({ description: 'Position in the audit log; pass as `after` to read on' }),
     at: z.string().openapi({ format: 'date-time', description: 'When the causing request was accepted' }),
-    account: z.string().openapi({ description: 'Account (shop) name' }),
+    account: accountName,
     kind: z.enum(AUDIT_KINDS),
     action: z.enum(['create', 'update', 'delete', 'stub', 'link', 'unlink', 'cascade_delete', 'discard']).openapi({
       description: '`discard`: an operator gave up a set-aside change (`changes` describes it)',
@@ -82,22 +107,18 @@ export const syncStatusSchema = z
 export const setAsideQuerySchema = z
   .object({
     account: accountFilter('changes'),
-    language_id: z.string().min(1).max(255).optional().openapi({ description: 'Only changes of this language id' }),
-    kind: z.enum(AUDIT_KINDS).optional().openapi({ description: 'Only changes of this kind (the v1 body key, or `language`)' }),
-    after: digits(0, Number.MAX_SAFE_INTEGER)
-      .optional()
-      .openapi({ description: 'Only changes with a higher `seq` (the `next_after` of the previous page)' }),
-    limit: digits(1, AUDIT_MAX_LIMIT)
-      .optional()
-      .openapi({ description: `Changes per page, ${AUDIT_DEFAULT_LIMIT} when not given` }),
+    language_id: languageFilter('changes'),
+    kind: kindFilter('Only changes of this kind (the v1 body key, or `language`)'),
+    after: afterFilter('Only changes with a higher `seq` (the `next_after` of the previous page)'),
+    limit: pageLimit('Changes'),
   })
   .strict();
 
 export const setAsideRetryAllSchema = z
   .object({
     account: accountFilter('changes'),
-    language_id: z.string().min(1).max(255).optional().openapi({ description: 'Only changes of this language id' }),
-    kind: z.enum(AUDIT_KINDS).optional().openapi({ description: 'Only changes of this kind' }),
+    language_id: languageFilter('changes'),
+    kind: kindFilter('Only changes of this kind'),
   })
   .strict()
   .openapi('SetAsideRetryFilter', { description: 'Which set-aside changes to retry; `{}` retries all of them' });
@@ -105,7 +126,7 @@ export const setAsideRetryAllSchema = z
 export const setAsideChangeSchema = z
   .object({
     seq: z.number().int().openapi({ description: "The change's place in the write order; names it in retry and discard" }),
-    account: z.string().openapi({ description: 'Account (shop) name' }),
+    account: accountName,
     language_id: z.string(),
     kind: z.enum(AUDIT_KINDS),
     action: z.enum(['upsert', 'delete', 'assign', 'unassign']).openapi({ description: 'What the change asked the worker to apply' }),
@@ -122,7 +143,7 @@ export const setAsideChangeSchema = z
 export const setAsidePageSchema = z
   .object({
     data: z.array(setAsideChangeSchema),
-    next_after: z.number().int().nullable().openapi({ description: 'Pass as `after` for the next page; null when this is the last' }),
+    next_after: nextAfterOfLastPage,
   })
   .openapi('SetAsidePage');
 
