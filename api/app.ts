@@ -2,19 +2,11 @@ import Router from '@koa/router';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import Koa from 'koa';
-import type pg from 'pg';
 import type { Logger } from 'pino';
 import { RequestLimiter } from '../auth/request-limiter.js';
 import { SignInGuard } from '../auth/sign-in.guard.js';
 import { TokenIssueLimiter } from '../auth/token-issue.limiter.js';
-import type { TokenVerifier } from '../auth/token-verifier.js';
-import type { FeedWaiter } from '../feed/feed.waiter.js';
 import type { Config } from '../platform/config.js';
-import type { Database } from '../platform/db.js';
-import type { PreparedReader } from '../reads/prepared-read.js';
-import type { ReadCaches } from '../reads/read-caches.js';
-import type { OutboxNotifier } from '../sync/outbox.notifier.js';
-import type { PreparedWriter } from '../sync/prepared-write.js';
 import type { AppState } from './context.js';
 import { createApiMetrics } from './metrics.js';
 import { adminAreaMiddleware } from './middleware/admin-auth.middleware.js';
@@ -28,24 +20,16 @@ import { healthRouter } from './routes/health.router.js';
 import { metricsRouter } from './routes/metrics.router.js';
 import { oauthRouter, TOKEN_METHOD_ERRORS, TOKEN_PATH } from './routes/oauth.router.js';
 import { v1Router } from './routes/v1.router.js';
-import { v2Router } from './routes/v2.router.js';
+import { type V2Dependencies, v2Router } from './routes/v2.router.js';
 
-export interface AppDependencies {
+/** What the API is built from: the process's pools, connections and per-process objects (the v2 router's among them). */
+export interface AppDependencies
+  extends Pick<V2Dependencies, 'db' | 'copyPool' | 'verifier' | 'notifier' | 'writer' | 'reader' | 'caches' | 'waiter'> {
   config: Config;
-  db: Database;
-  copyPool: pg.Pool;
   redis: Redis;
   /** The request limiter's own connection: the limits of one tick's requests go to Redis in one script call. */
   limitsRedis: Redis;
   logger: Logger;
-  verifier: TokenVerifier;
-  notifier: OutboxNotifier;
-  writer: PreparedWriter;
-  reader: PreparedReader;
-  /** The v2 reads' caches of this process (reads/read-caches.ts). */
-  caches: ReadCaches;
-  /** Where the change feed's long polls wait (feed/feed.waiter.ts). */
-  waiter: FeedWaiter;
   queues: Queue[];
 }
 

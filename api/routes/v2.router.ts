@@ -39,6 +39,7 @@ export interface V2Dependencies {
   reader: PreparedReader;
   /** The v2 reads' caches of this process (reads/read-caches.ts). */
   caches: ReadCaches;
+  /** Where the change feed's long polls wait (feed/feed.waiter.ts). */
   waiter: FeedWaiter;
   /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
   limiter: RequestLimiter | undefined;
