@@ -8,8 +8,11 @@
 -- reads every entry of the range and sorts them, or the primary key's order
 -- through every language's entries: for a language a bulk file just gave
 -- 120,000 entries, 85 ms a page instead of 1. So bitmap scans are off inside
--- them, and the range is written as row comparisons on (language_id, seq):
--- conditions that index takes as its bounds and the primary key cannot.
+-- them, and the range is written only as row comparisons on (language_id,
+-- seq), ordered by both: that index takes them as the scan's first and last
+-- key and gives the order, the primary key can do neither. (They fix the
+-- language; a separate `language_id =` would become the scan's start
+-- instead, and every page would walk the language's entries from its first.)
 
 -- The language's entries in (p_after, p_through], oldest first, at most
 -- p_limit, of p_kinds only when given.
@@ -20,10 +23,10 @@ LANGUAGE sql STABLE
 SET enable_bitmapscan = off
 AS $$
   SELECT * FROM audit_log
-  WHERE language_id = p_language_id AND lang_key = p_lang_key
-    AND (language_id, seq) > (p_language_id, p_after) AND (language_id, seq) <= (p_language_id, p_through)
+  WHERE (language_id, seq) > (p_language_id, p_after) AND (language_id, seq) <= (p_language_id, p_through)
+    AND lang_key = p_lang_key
     AND (p_kinds IS NULL OR kind = ANY(p_kinds))
-  ORDER BY seq
+  ORDER BY language_id, seq
   LIMIT p_limit
 $$;
 
@@ -34,8 +37,8 @@ LANGUAGE sql STABLE
 SET enable_bitmapscan = off
 AS $$
   SELECT seq FROM audit_log
-  WHERE language_id = p_language_id AND lang_key = p_lang_key
-    AND (language_id, seq) > (p_language_id, p_after) AND (language_id, seq) <= (p_language_id, p_through)
-  ORDER BY seq DESC
+  WHERE (language_id, seq) > (p_language_id, p_after) AND (language_id, seq) <= (p_language_id, p_through)
+    AND lang_key = p_lang_key
+  ORDER BY language_id DESC, seq DESC
   LIMIT 1
 $$;
