@@ -257,8 +257,9 @@ export async function pairsWithWork(db: CommonQueryMethods, limit: number): Prom
       AND (p.leased_until IS NULL OR p.leased_until < now())
       AND CASE
         WHEN waiting.next_attempt_at IS NOT NULL THEN waiting.next_attempt_at <= now()
+        -- The feed's own read (feed/sql/feed_pages.sql): one step along the index from the position, whatever the statistics say.
         ELSE 'changes' = ANY(w.events) AND EXISTS (
-          SELECT 1 FROM audit_log a WHERE a.language_id = l.id AND a.lang_key = l.lang_key AND a.seq > coalesce(p.after_seq, 0)
+          SELECT 1 FROM feed_audit_page(l.id, l.lang_key, coalesce(p.after_seq, 0), 9223372036854775807, 1, NULL)
         )
       END
     LIMIT ${limit}
