@@ -208,7 +208,12 @@ describe('when DATABASE_URL is only in a .env file in the working directory', { 
   });
 
   it('should be read by every command of the service, where each reads its configuration', async () => {
-    for (const command of ['api', 'worker', 'start', 'migrate', 'cli', 'reset'])
+    // The API and the worker start through runService (bin/run.ts), which reads the configuration with configOrExit.
+    const runService = /export async function runService[\s\S]*?\n}/.exec(await readFile(path.join(ROOT, 'bin', 'run.ts'), 'utf8'))?.[0];
+    expect(runService).toContain('configOrExit()');
+    for (const command of ['api', 'worker'])
+      expect(await readFile(path.join(ROOT, 'bin', `${command}.ts`), 'utf8'), command).toContain('await runService(');
+    for (const command of ['start', 'migrate', 'cli', 'reset'])
       expect(await readFile(path.join(ROOT, 'bin', `${command}.ts`), 'utf8'), command).toContain('configOrExit()');
   });
 
