@@ -1,7 +1,7 @@
 import { type CommonQueryMethods, type DatabaseTransactionConnection, sql } from 'slonik';
 import { z } from 'zod';
 import { unparsedRows } from '../platform/db.js';
-import { appliedThroughOf } from '../sync/applier.repository.js';
+import { appliedThroughOf } from '../sync/outbox.repository.js';
 
 export const bulkJobRow = z.object({
   id: z.string(),

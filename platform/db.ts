@@ -8,11 +8,15 @@ import {
   type Interceptor,
   type QueryResultRow,
   SchemaValidationError,
+  sql,
 } from 'slonik';
 import type { ZodTypeAny } from 'zod';
 import { createCopyingDriverFactory } from './copy-in.js';
 
 const unparsedSchemas = new WeakSet<ZodTypeAny>();
+
+/** A list of strings as one text[] parameter (`= ANY(...)`, `unnest(...)`). */
+export const textArray = (values: readonly string[]) => sql.array([...values], 'text');
 
 /**
  * The row type of a hot statement, for `sql.type(...)`, whose rows are not

@@ -10,28 +10,20 @@ import {
 } from '../catalogue/record-kinds.js';
 import {
   type AuditEntry,
-  type ChangeProgress,
   cascadeDeleteMany,
-  EMPTY_STUB,
-  insertStubsMany,
-  linkMany,
-  linksPage,
   lockRow,
   markWritten,
   moveSerialRefs,
-  type OutboxEntry,
   projectFieldsMany,
   type RecordKey,
-  type StubContent,
   serialChildrenPage,
   serialStates,
-  setLink,
   setNullMany,
   setSerialState,
-  stubOutsideSerialView,
-  targetKey,
-  unlinkMany,
 } from './applier.repository.js';
+import { linkMany, linksPage, setLink, unlinkMany } from './links.repository.js';
+import type { ChangeProgress, OutboxEntry } from './outbox.repository.js';
+import { EMPTY_STUB, insertStubsMany, type StubContent, stubOutsideSerialView, targetKey } from './stubs.repository.js';
 
 type Tx = DatabaseTransactionConnection;
 

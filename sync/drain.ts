@@ -1,8 +1,11 @@
 import type { Logger } from 'pino';
 import { StatementTimeoutError } from 'slonik';
 import { type Database, isDatabaseUnavailable } from '../platform/db.js';
+import type { AuditEntry } from './applier.repository.js';
+import { insertAuditEntries } from './audit.repository.js';
+import { type ChangeOutcome, changeUnits, EntryApplier } from './change.applier.js';
+import { tryLockApplier } from './locks.js';
 import {
-  type AuditEntry,
   advanceAppliedThrough,
   appliedThrough,
   type ChangeProgress,
@@ -12,10 +15,7 @@ import {
   readHorizon,
   readOutboxBatch,
   saveChangeProgress,
-} from './applier.repository.js';
-import { insertAuditEntries } from './audit.repository.js';
-import { type ChangeOutcome, changeUnits, EntryApplier } from './change.applier.js';
-import { tryLockApplier } from './locks.js';
+} from './outbox.repository.js';
 import { applyRun, type NamedAhead, type Segment, splitIntoSegments } from './run.applier.js';
 
 export interface DrainOptions {

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DatabaseTransactionConnection } from 'slonik';
 import type { Logger } from '../platform/logger.js';
-import { advanceAppliedThrough, type OutboxEntry, saveChangeProgress } from './applier.repository.js';
 import { sentReference } from './change.applier.js';
 import { type Applied, applyAndAudit, DEFAULT_SLICE_SIZE, isConnectionError } from './drain.js';
 import { tryLockApplier } from './locks.js';
+import { advanceAppliedThrough, type OutboxEntry, saveChangeProgress } from './outbox.repository.js';
 import { lookUpNamedAhead, splitIntoSegments } from './run.applier.js';
 import { type ChangeOrigin, queueWrittenRecords, type RecordWrite, type RunWritten, writeRecords } from './write.repository.js';
 

@@ -1,6 +1,6 @@
 import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
-import { appliedThroughOf } from './applier.repository.js';
+import { appliedThroughOf } from './outbox.repository.js';
 import type { OutboxAction } from './write.repository.js';
 
 /*

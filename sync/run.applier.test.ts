@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { OutboxEntry } from './applier.repository.js';
+import type { OutboxEntry } from './outbox.repository.js';
 import { type Segment, splitIntoSegments } from './run.applier.js';
 
 let seq = 0;

@@ -1,18 +1,10 @@
 import type { DatabaseTransactionConnection } from 'slonik';
 import { KINDS, type ListRelation, type StoredKind } from '../catalogue/record-kinds.js';
-import {
-  type AuditEntry,
-  existingLinks,
-  insertLinkPairs,
-  insertStubsMany,
-  markWrittenMany,
-  type OutboxEntry,
-  removeLinkPairs,
-  serialLiveness,
-  stubOutsideSerialView,
-  targetKey,
-} from './applier.repository.js';
+import { type AuditEntry, markWrittenMany, serialLiveness } from './applier.repository.js';
 import { auditOf, changeUnits, SYSTEM, sentReference, type UpsertStep, upsertSteps, upsertUnits } from './change.applier.js';
+import { existingLinks, insertLinkPairs, removeLinkPairs } from './links.repository.js';
+import type { OutboxEntry } from './outbox.repository.js';
+import { insertStubsMany, stubOutsideSerialView, targetKey } from './stubs.repository.js';
 
 type Tx = DatabaseTransactionConnection;
 

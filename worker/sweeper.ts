@@ -4,8 +4,8 @@ import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import type { QueueKey } from '../platform/queue.js';
 import { listLanguagesPendingPurge } from '../records/language.repository.js';
-import { languagesWithPendingChanges } from '../sync/applier.repository.js';
 import { BACKGROUND_PRIORITY, jobIds } from '../sync/job-ids.js';
+import { languagesWithPendingChanges } from '../sync/outbox.repository.js';
 
 /** How often each worker process sweeps. */
 export const SWEEP_INTERVAL_MS = 250;
