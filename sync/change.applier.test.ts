@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sentReference, upsertSteps } from './change.applier.js';
+import { sentReference, upsertSteps } from './change-plan.js';
 
 const summary = (kind: Parameters<typeof upsertSteps>[0], payload: Record<string, unknown>) =>
   upsertSteps(kind, payload).map((step) => ({ kind: step.kind, ids: step.ids, list: step.list?.field ?? null }));

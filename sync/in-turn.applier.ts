@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DatabaseTransactionConnection } from 'slonik';
 import type { Logger } from '../platform/logger.js';
-import { sentReference } from './change.applier.js';
+import { sentReference } from './change-plan.js';
 import { type Applied, applyAndAudit, DEFAULT_SLICE_SIZE, isConnectionError } from './drain.js';
 import { tryLockApplier } from './locks.js';
 import { advanceAppliedThrough, type OutboxEntry, saveChangeProgress } from './outbox.repository.js';

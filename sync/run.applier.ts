@@ -1,7 +1,8 @@
 import type { DatabaseTransactionConnection } from 'slonik';
 import { KINDS, type ListRelation, type StoredKind } from '../catalogue/record-kinds.js';
 import { type AuditEntry, markWrittenMany, serialLiveness } from './applier.repository.js';
-import { auditOf, changeUnits, SYSTEM, sentReference, type UpsertStep, upsertSteps, upsertUnits } from './change.applier.js';
+import { auditOf, SYSTEM } from './change.applier.js';
+import { changeUnits, sentReference, type UpsertStep, upsertSteps, upsertUnits } from './change-plan.js';
 import { existingLinks, insertLinkPairs, removeLinkPairs } from './links.repository.js';
 import type { OutboxEntry } from './outbox.repository.js';
 import { insertStubsMany, stubOutsideSerialView, targetKey } from './stubs.repository.js';
