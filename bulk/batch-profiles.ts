@@ -1,6 +1,7 @@
 import type { CommonQueryMethods } from 'slonik';
+import type { ProfileDirectory } from '../records/profile-matching.js';
 import { findMatchableProfiles } from '../records/record.repository.js';
-import type { PreparedWrite, ProfileDirectory } from '../records/record.service.js';
+import type { PreparedWrite } from '../records/record.service.js';
 
 /** What a bulk batch knows of one live profile: its email in lower case (null without one) and its place by age. */
 interface KnownProfile {

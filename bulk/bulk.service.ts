@@ -10,15 +10,14 @@ import { type Database, isDatabaseUnavailable } from '../platform/db.js';
 import { AppError, GENERIC_500_BODY, HttpStatusError, LanguageNotFoundError, RecordNotFoundError } from '../platform/errors.js';
 import type { Logger } from '../platform/logger.js';
 import { requireLanguage } from '../records/language.service.js';
+import { deleteLineIn, putLineIn } from '../records/order-lines.service.js';
 import { findLiveRecord } from '../records/record.repository.js';
 import {
   changeLinkIn,
-  deleteLineIn,
   type Generation,
   type PreparedWrite,
   prepareProfileWrite,
   prepareWrite,
-  putLineIn,
   storePrepared,
 } from '../records/record.service.js';
 import { InTurnWriter } from '../sync/in-turn.applier.js';
