@@ -1,7 +1,7 @@
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { applyBulkBatch } from '../bulk/bulk.service.js';
+import { applyBulkBatch } from '../bulk/bulk-batch.service.js';
 import { drainLanguage } from '../sync/drain.js';
 import { InTurnWriter } from '../sync/in-turn.applier.js';
 import { drainWithWorker, startEnvironment, type TestEnvironment } from './support/harness.js';

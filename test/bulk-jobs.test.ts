@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyBulkBatch } from '../bulk/bulk.service.js';
+import { applyBulkBatch } from '../bulk/bulk-batch.service.js';
 import { type RunningWorker, startWorker } from '../worker/worker.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { pollUntil } from './support/poll.js';

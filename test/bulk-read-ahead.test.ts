@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BatchAhead, BatchPrefetcher } from '../bulk/batch.prefetcher.js';
-import { applyBulkBatch } from '../bulk/bulk.service.js';
+import { applyBulkBatch } from '../bulk/bulk-batch.service.js';
 import { drainWithWorker, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { auditOf, linksOf, liveIds, liveRecord, type RecordKindName } from './support/state.js';
 

@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import { UnrecoverableError } from 'bullmq';
 import { BatchPrefetcher } from '../../bulk/batch.prefetcher.js';
 import { bulkJobProgress, bulkJobTurn, markBulkJobStarted, refreshPlannerStatistics } from '../../bulk/bulk.repository.js';
-import { applyBulkBatch } from '../../bulk/bulk.service.js';
+import { applyBulkBatch } from '../../bulk/bulk-batch.service.js';
 import type { Database } from '../../platform/db.js';
 import { hasPendingChanges } from '../../sync/pending-changes.repository.js';
 import { languageBacklog } from '../../sync/status.repository.js';
