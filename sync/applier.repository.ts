@@ -3,8 +3,6 @@ import { z } from 'zod';
 import { textArray, unparsedRows } from '../platform/db.js';
 import { targetKey } from './stubs.repository.js';
 
-export type { AuditEntry } from './audit.repository.js';
-
 type Tx = DatabaseTransactionConnection;
 
 /* The row types of the statements a batch runs on thousands of rows: typed, not parsed (platform/db.ts, unparsedRows). */

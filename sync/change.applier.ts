@@ -1,7 +1,6 @@
 import type { DatabaseTransactionConnection } from 'slonik';
 import { KINDS, LINK_WRITERS, type StoredKind, TRACKED_FIELD } from '../catalogue/record-kinds.js';
 import {
-  type AuditEntry,
   cascadeDeleteMany,
   lockRow,
   markWritten,
@@ -13,6 +12,7 @@ import {
   setNullMany,
   setSerialState,
 } from './applier.repository.js';
+import type { AuditEntry } from './audit.repository.js';
 import { changeUnits, sentReference, upsertSteps } from './change-plan.js';
 import { linkMany, linksPage, setLink, unlinkMany } from './links.repository.js';
 import type { ChangeProgress, OutboxEntry } from './outbox.repository.js';

@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
 import { StatementTimeoutError } from 'slonik';
 import { type Database, isDatabaseUnavailable } from '../platform/db.js';
-import type { AuditEntry } from './applier.repository.js';
-import { insertAuditEntries } from './audit.repository.js';
+import { type AuditEntry, insertAuditEntries } from './audit.repository.js';
 import { type ChangeOutcome, EntryApplier } from './change.applier.js';
 import { changeUnits } from './change-plan.js';
 import { tryLockApplier } from './locks.js';

@@ -1,6 +1,7 @@
 import type { DatabaseTransactionConnection } from 'slonik';
 import { KINDS, type ListRelation, type StoredKind } from '../catalogue/record-kinds.js';
-import { type AuditEntry, markWrittenMany, serialLiveness } from './applier.repository.js';
+import { markWrittenMany, serialLiveness } from './applier.repository.js';
+import type { AuditEntry } from './audit.repository.js';
 import { auditOf, SYSTEM } from './change.applier.js';
 import { changeUnits, sentReference, type UpsertStep, upsertSteps, upsertUnits } from './change-plan.js';
 import { existingLinks, insertLinkPairs, removeLinkPairs } from './links.repository.js';
