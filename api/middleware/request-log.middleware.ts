@@ -29,7 +29,8 @@ export function routeLabel(ctx: AppContext): string {
  * and echoes it; services carry it into the outbox rows and jobs of the
  * request's changes. Once the answer is known, it observes the duration and
  * logs one line (the line's fields are only built when `info` is enabled:
- * this runs on every request).
+ * this runs on every request). The line names the route template, never the
+ * path: a record id in a path can be a customer's email.
  */
 export function requestLogMiddleware(logger: Logger, httpMetrics: HttpMetrics) {
   return async (ctx: AppContext, next: Next) => {
@@ -61,7 +62,6 @@ export function requestLogMiddleware(logger: Logger, httpMetrics: HttpMetrics) {
             request_id: requestId,
             method: ctx.method,
             route,
-            path: ctx.path,
             status: ctx.status,
             duration_ms: Math.round(seconds * 1e6) / 1e3,
           },

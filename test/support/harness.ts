@@ -4,7 +4,7 @@ import { type RunningApi, startApi } from '../../api/server.js';
 import { createClient } from '../../auth/auth.service.js';
 import { type Config, parseConfig } from '../../platform/config.js';
 import { createDatabase, type Database } from '../../platform/db.js';
-import { createLogger } from '../../platform/logger.js';
+import { createLogger, type Logger } from '../../platform/logger.js';
 import { migrate } from '../../platform/migrator.js';
 import { type RunningWorker, startWorker } from '../../worker/worker.js';
 import { checkResponse, openApiCheckEnabled } from './openapi-check.js';
@@ -114,11 +114,13 @@ export async function httpRequest(baseUrl: string, method: string, path: string,
  * A fresh database (migrated), the real API on a free port and, unless
  * `worker: false`, a real worker, all on their own queue prefix.
  */
-export async function startEnvironment(options: { worker?: boolean; env?: Record<string, string> } = {}): Promise<TestEnvironment> {
+export async function startEnvironment(
+  options: { worker?: boolean; env?: Record<string, string>; logger?: Logger } = {},
+): Promise<TestEnvironment> {
   const databaseName = uniqueName('cs_test');
   const config = testConfig(databaseName, options.env);
   await migrate(config.DATABASE_URL);
-  const logger = createLogger(config.LOG_LEVEL, 'test');
+  const logger = options.logger ?? createLogger(config.LOG_LEVEL, 'test');
   const api = await startApi(config, logger);
   const worker = options.worker === false ? undefined : await startWorker(config, logger);
   const db = await createDatabase(config.DATABASE_URL, { maximumPoolSize: 4 });

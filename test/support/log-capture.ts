@@ -1,12 +1,12 @@
 import { Writable } from 'node:stream';
-import { type Logger, pino } from 'pino';
+import { createLogger, type Logger } from '../../platform/logger.js';
 
 export interface CapturedLogs {
   logger: Logger;
   lines: Array<Record<string, unknown>>;
 }
 
-/** A real pino logger whose JSON lines are kept in memory, so a test can read what was logged. */
+/** The service's own logger, its JSON lines kept in memory, so a test can read what was logged. */
 export function captureLogs(level = 'debug'): CapturedLogs {
   const lines: Array<Record<string, unknown>> = [];
   const stream = new Writable({
@@ -15,5 +15,5 @@ export function captureLogs(level = 'debug'): CapturedLogs {
       callback();
     },
   });
-  return { logger: pino({ level }, stream), lines };
+  return { logger: createLogger(level, 'test', stream), lines };
 }
