@@ -20,11 +20,13 @@ export const benchConfig = {
   walkTimeoutS: number('BENCH_WALK_TIMEOUT_S', 60),
   categories: 1_000,
   /** Comma-separated subset of the phases (all by default): for profiling one phase. */
-  phases: new Set((process.env['BENCH_PHASES'] ?? 'writes,uploads,bulk,profiles,reads,feed,webhooks').split(',')),
+  phases: new Set((process.env['BENCH_PHASES'] ?? 'writes,uploads,bulk,profiles,reads,mixed,feed,webhooks').split(',')),
   /** How long the feed and webhook phases read or deliver the bulk catalogue's history before they stop counting. */
   feedTimeoutS: number('BENCH_FEED_TIMEOUT_S', 60),
   /** Single writes a second while the webhook lag is measured. */
   webhookLagRate: number('BENCH_WEBHOOK_LAG_RATE', 500),
+  /** Single products a second written to the read language while the mixed phase reads its pages. */
+  mixedWriteRate: number('BENCH_MIXED_WRITE_RATE', 200),
   /** Reads timed while bodies of newlines are uploaded (the uploads phase). */
   uploadReads: 1_000,
   /** When set, the API and worker write V8 CPU profiles (--cpu-prof) into this directory. */

@@ -92,6 +92,14 @@ export class Bench {
     );
   }
 
+  /** A worker running again if a phase before stopped it (the reads phase does). */
+  async ensureWorker(): Promise<void> {
+    if (this.worker.exitCode === null && this.worker.signalCode === null) return;
+    this.workerMetricsPort = await freePort();
+    this.worker = this.startWorker(this.workerMetricsPort);
+    await sleep(2_000);
+  }
+
   async psql(text: string, values: unknown[] = []): Promise<pg.QueryResult> {
     const client = new pg.Client({ connectionString: this.databaseUrl });
     await client.connect();

@@ -12,10 +12,14 @@ export interface LoadResult {
 export interface LoadOptions {
   connections: number;
   duration: number;
-  method?: 'GET' | 'POST';
+  method?: 'GET' | 'POST' | 'PUT';
   /** A body whose `[<id>]` becomes a new record id on every request. */
   body?: string;
   headers?: Record<string, string>;
+  /** Requests a second across all connections (a steady writer), instead of as fast as the server answers. */
+  rate?: number;
+  /** URLs taken in turn, one per request, instead of `url` every time (a cursor walk's pages). */
+  paths?: readonly string[];
 }
 
 /** HTTP load with autocannon, and an uncounted warm-up of the same load before a measured one. */
@@ -35,12 +39,18 @@ export class Loader {
 
   async run(url: string, options: LoadOptions): Promise<LoadResult> {
     const template = options.body;
+    const paths = options.paths;
+    let next = 0;
     const result = await autocannon({
       url,
       connections: options.connections,
       duration: options.duration,
       method: options.method ?? 'GET',
       headers: options.headers,
+      ...(options.rate ? { overallRate: options.rate } : {}),
+      ...(paths && paths.length > 0
+        ? { requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, path: paths[next++ % paths.length] }) }] }
+        : {}),
       ...(template
         ? {
             requests: [

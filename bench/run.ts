@@ -11,6 +11,7 @@ import { benchConfig } from './config.js';
 import { Bench, log, openBench } from './context.js';
 import { bulkPhase } from './phases/bulk.js';
 import { feedPhase } from './phases/feed.js';
+import { mixedPhase } from './phases/mixed.js';
 import { profilesPhase } from './phases/profiles.js';
 import { readsPhase } from './phases/reads.js';
 import { uploadsPhase } from './phases/uploads.js';
@@ -25,6 +26,7 @@ const PHASES: [string, (bench: Bench) => Promise<void>][] = [
   ['bulk', bulkPhase],
   ['profiles', profilesPhase],
   ['reads', readsPhase],
+  ['mixed', mixedPhase],
   ['feed', feedPhase],
   ['webhooks', webhooksPhase],
 ];

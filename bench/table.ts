@@ -1,4 +1,5 @@
 import type { Figure } from './context.js';
+import { MIXED_PAGES } from './phases/mixed.js';
 import { READ_PAGES } from './phases/reads.js';
 
 /** The printed table of a run's figures: each beside its floor, their ratio and its target. */
@@ -95,6 +96,19 @@ export function resultsTable(results: Record<string, Figure>): string {
       '',
       'last ≈ first',
     );
+  }
+  if (results['reads.mixed.skipped']) row('v2 pages while written', value('reads.mixed.skipped'));
+  for (const [name, target] of MIXED_PAGES) {
+    const key = `reads.mixed.${name}`;
+    if (!has(`${key}.p99_ms`)) continue;
+    row(
+      `v2 ${name} while written p50/p99 ms`,
+      `${value(`${key}.p50_ms`)} / ${value(`${key}.p99_ms`)} (${value(`${key}.writes_rps`)} writes/s)`,
+      '',
+      '',
+      target ? `p99 <= ${target}` : '',
+    );
+    row(`v2 ${name} while written CPU µs per page (api/pg)`, `${value(`${key}.api_cpu_us`)} / ${value(`${key}.pg_cpu_us`)}`);
   }
   if (has('feed.read_entries_per_s')) {
     row(

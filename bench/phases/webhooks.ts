@@ -1,4 +1,3 @@
-import { freePort } from '../../test/support/processes.js';
 import type { Bench } from '../context.js';
 import { log, sleep } from '../context.js';
 import { CpuWatch, perUnit } from '../cpu.js';
@@ -13,12 +12,8 @@ import { measureServiceWrites } from './writes.js';
  * 200 to its entry arriving, at a steady rate of single writes.
  */
 export async function webhooksPhase(bench: Bench): Promise<void> {
-  if (bench.worker.exitCode !== null || bench.worker.signalCode !== null) {
-    // The reads phase stops the worker; deliveries are the worker's.
-    bench.workerMetricsPort = await freePort();
-    bench.worker = bench.startWorker(bench.workerMetricsPort);
-    await sleep(2_000);
-  }
+  // Deliveries are the worker's.
+  await bench.ensureWorker();
   const receiver = new BenchReceiver();
   const url = await receiver.listen();
   try {
