@@ -24,7 +24,7 @@ import { type V2Dependencies, v2Router } from './routes/v2.router.js';
 
 /** What the API is built from: the process's pools, connections and per-process objects (the v2 router's among them). */
 export interface AppDependencies
-  extends Pick<V2Dependencies, 'db' | 'copyPool' | 'verifier' | 'notifier' | 'writer' | 'reader' | 'caches' | 'waiter'> {
+  extends Pick<V2Dependencies, 'db' | 'copyPool' | 'verifier' | 'notifier' | 'writer' | 'languages' | 'reader' | 'caches' | 'waiter'> {
   config: Config;
   redis: Redis;
   /** The request limiter's own connection: the limits of one tick's requests go to Redis in one script call. */
@@ -97,6 +97,7 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     verifier: deps.verifier,
     notifier: deps.notifier,
     writer: deps.writer,
+    languages: deps.languages,
     uploads,
     bodyTimeoutMs: deps.config.BODY_TIMEOUT_MS,
   };

@@ -10,6 +10,7 @@ import { createQueues, jobOptionsOf, settleConnections } from '../platform/queue
 import { createRedis } from '../platform/redis.js';
 import { PreparedReader } from '../reads/prepared-read.js';
 import { ReadCaches } from '../reads/read-caches.js';
+import { LiveLanguages } from '../records/live-languages.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { PreparedWriter } from '../sync/prepared-write.js';
 import { createApp } from './app.js';
@@ -43,6 +44,8 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   reader.pool.on('error', (error) => logger.warn({ err: error.message }, 'read pool error'));
   // What the v2 reads keep between requests: built statements, deep-page anchors, counters being folded.
   const caches = new ReadCaches(db);
+  // The live languages a write or a list page starts from; their own statements check again.
+  const languages = new LiveLanguages(db);
   const redis = createRedis(config.REDIS_URL, 'producer');
   redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   // Every request's limit is counted in Redis, the requests of one tick in one script call (auth/request-limiter.ts).
@@ -70,6 +73,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     writer,
     reader,
     caches,
+    languages,
     redis,
     limitsRedis,
     logger,

@@ -1,5 +1,6 @@
 import type { ListQuery } from '../catalogue/list-query.schema.js';
 import type { Database } from '../platform/db.js';
+import type { LiveLanguages } from '../records/live-languages.js';
 import type { PreparedReader } from './prepared-read.js';
 import type { ReadCaches } from './read-caches.js';
 
@@ -9,6 +10,8 @@ export interface ReadContext {
   /** The pool of the list pages' prepared statements (prepared-read.ts). */
   reader: PreparedReader;
   caches: ReadCaches;
+  /** The process's live languages (a list page's statement checks again that its language is live). */
+  languages: LiveLanguages;
   accountId: number;
 }
 

@@ -12,7 +12,7 @@ import { KINDS, LINE_LISTS, type LineParent, type StoredKind } from '../catalogu
 import { parseOrThrow } from '../catalogue/validation.js';
 import type { Database } from '../platform/db.js';
 import { RecordNotFoundError, ValidationError } from '../platform/errors.js';
-import { forgetLanguageForWrites, languageForWrites, requireLanguage } from '../records/language.service.js';
+import { requireLanguage } from '../records/language.service.js';
 import { findLiveRecord, findLiveRecords } from '../records/record.repository.js';
 import type { StoredRecord } from '../sync/write.repository.js';
 import { FOLD_COUNTER_ROWS } from './counter-folds.js';
@@ -49,7 +49,7 @@ async function listOf(context: ReadContext, languageId: string, rawQuery: Record
   const refused = !parsed.success || (parsed.data.cursor !== undefined && rawQuery['page'] !== undefined);
   // The language comes from the process's cache when the list's statement will run, which confirms in its own
   // snapshot that the language is still live; a query about to be refused looks it up afresh (a 404 comes first).
-  const langKey = (await languageForWrites(context.db, context.accountId, languageId, refused)).lang_key;
+  const langKey = (await context.languages.get(context.accountId, languageId, refused)).lang_key;
   if (spec.parent && (!parsed.success || !isStorableText(spec.parent.id))) {
     await requireLiveRecord(context.db, langKey, spec.parent.kind, spec.parent.id);
   }
@@ -77,7 +77,7 @@ async function listOf(context: ReadContext, languageId: string, rawQuery: Record
   const { page, reused } = await listPage(context.reader, context.caches.statements, langKey, request);
   if (!page.language_live) {
     // Deleted since it was cached: looked up again, it is gone (404) or created again under a new key.
-    forgetLanguageForWrites(context.db, context.accountId, languageId);
+    context.languages.forget(context.accountId, languageId);
     return listOf(context, languageId, rawQuery, spec);
   }
   if (!page.parent_live) throw new RecordNotFoundError(KINDS[spec.parent!.kind].resource);

@@ -37,7 +37,7 @@ export async function deleteLanguage(context: WriteContext, languageId: string) 
     await queueChange(tx, deleted.lang_key, 'language', 'delete', deleted.id, originOf(context, deleted.id), { id: deleted.id });
     return deleted;
   });
-  forgetLanguageForWrites(context.db, context.accountId, languageId);
+  context.languages.forget(context.accountId, languageId);
   if (row) context.notifier.notify(row.lang_key, context.requestId);
   return row ? toLanguageResponse(row) : null;
 }
@@ -50,37 +50,4 @@ export async function requireLanguage(db: Database, accountId: number, languageI
   const row = await findLanguage(db, accountId, languageId);
   if (!row) throw new LanguageNotFoundError(languageId);
   return row;
-}
-
-const WRITE_CACHE_TTL_MS = 60_000;
-const WRITE_CACHE_MAX = 10_000;
-
-/** Per pool (so two databases in one process never share entries): `${accountId}:${languageId}` → row and expiry. */
-const writeCaches = new WeakMap<Database, Map<string, { row: LanguageRow; expires: number }>>();
-
-/**
- * requireLanguage for writes, cached per process: a write checks in its own
- * statement that the language is still live (and reports 'language-gone'),
- * so a stale entry can never land a write in a deleted language. The v2 list
- * pages use it too: their statement checks the same (read.service.ts
- * `listOf`, `language_live`). Other reads do not. `fresh` bypasses the cache.
- * @throws {LanguageNotFoundError}
- */
-export async function languageForWrites(db: Database, accountId: number, languageId: string, fresh = false): Promise<LanguageRow> {
-  const cache = writeCaches.get(db) ?? new Map<string, { row: LanguageRow; expires: number }>();
-  writeCaches.set(db, cache);
-  const key = `${accountId}:${languageId}`;
-  const hit = cache.get(key);
-  if (!fresh && hit && hit.expires > Date.now()) return hit.row;
-  const row = await requireLanguage(db, accountId, languageId).catch((error: unknown) => {
-    cache.delete(key);
-    throw error;
-  });
-  if (cache.size >= WRITE_CACHE_MAX) cache.clear();
-  cache.set(key, { row, expires: Date.now() + WRITE_CACHE_TTL_MS });
-  return row;
-}
-
-export function forgetLanguageForWrites(db: Database, accountId: number, languageId: string): void {
-  writeCaches.get(db)?.delete(`${accountId}:${languageId}`);
 }

@@ -21,7 +21,7 @@ export type { WriteContext } from './write-context.js';
 import { parseEnvelope } from '../catalogue/envelope.schema.js';
 import { isStorableText } from '../catalogue/primitives.schema.js';
 import { KINDS, type KindDefinition, type LinkWriter, type StoredKind } from '../catalogue/record-kinds.js';
-import { forgetLanguageForWrites, languageForWrites, requireLanguage } from './language.service.js';
+import { requireLanguage } from './language.service.js';
 
 /** The interface generation of a write: v1 POST bodies or v2 PUT bodies. */
 export type Generation = 'v1' | 'v2';
@@ -271,7 +271,7 @@ export async function storeRecord(
 ): Promise<{ prepared: PreparedWrite; record: StoredRecord }> {
   // The language usually comes from a per-process cache; the write itself checks that it is still live.
   for (let fresh = false; ; fresh = true) {
-    const language = await languageForWrites(context.db, context.accountId, languageId, fresh);
+    const language = await context.languages.get(context.accountId, languageId, fresh);
     let prepared: PreparedWrite;
     try {
       prepared = await prepareWrite(context.db, language.lang_key, kind, body, generation);
@@ -285,7 +285,7 @@ export async function storeRecord(
       context.notifier.notify(language.lang_key, context.requestId);
       return { prepared, record };
     }
-    forgetLanguageForWrites(context.db, context.accountId, languageId);
+    context.languages.forget(context.accountId, languageId);
     // Deleted, or deleted and created again under a new key since it was cached: look once more.
     if (fresh) throw new LanguageNotFoundError(languageId);
   }

@@ -2,10 +2,12 @@ import type { Database } from '../platform/db.js';
 import type { OutboxNotifier } from '../sync/outbox.notifier.js';
 import type { PreparedWriter } from '../sync/prepared-write.js';
 import type { ChangeOrigin } from '../sync/write.repository.js';
+import type { LiveLanguages } from './live-languages.js';
 
-/** What writes are made with: the database, the single-write statement and the applier's wake-up call. */
+/** What writes are made with: the database, the process's live languages, the single-write statement and the applier's wake-up call. */
 export interface WriteServices {
   db: Database;
+  languages: LiveLanguages;
   writer: PreparedWriter;
   notifier: OutboxNotifier;
 }

@@ -10,6 +10,7 @@ import { KINDS, RECORD_KINDS } from '../../catalogue/record-kinds.js';
 import { parseOrThrow } from '../../catalogue/validation.js';
 import type { Database } from '../../platform/db.js';
 import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
+import type { LiveLanguages } from '../../records/live-languages.js';
 import { lookupProfile, removeRecord, saveRecord } from '../../records/record.service.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 import type { PreparedWriter } from '../../sync/prepared-write.js';
@@ -26,6 +27,7 @@ export interface V1Dependencies {
   verifier: TokenVerifier;
   notifier: OutboxNotifier;
   writer: PreparedWriter;
+  languages: LiveLanguages;
   /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
   limiter: RequestLimiter | undefined;
   uploads: UploadLimits;
@@ -40,13 +42,21 @@ const profileQuerySchema = z
   })
   .strict();
 
-export function v1Router({ db, copyPool, verifier, notifier, writer, limiter, uploads, bodyTimeoutMs }: V1Dependencies) {
+export function v1Router({ db, copyPool, verifier, notifier, writer, languages, limiter, uploads, bodyTimeoutMs }: V1Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v1' });
   router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
   const body = bodyMiddleware({ timeoutMs: bodyTimeoutMs });
   const context = (ctx: AppContext) => {
     const principal = principalOf(ctx);
-    return { db, writer, notifier, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId };
+    return {
+      db,
+      languages,
+      writer,
+      notifier,
+      accountId: principal.accountId,
+      clientId: principal.clientId,
+      requestId: ctx.state.requestId,
+    };
   };
 
   router.post(['/languages', '/languages/'], body, async (ctx: AppContext) => {

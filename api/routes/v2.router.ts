@@ -16,6 +16,7 @@ import type { ReadCaches } from '../../reads/read-caches.js';
 import type { ListJson, ReadContext } from '../../reads/read-context.js';
 import { listAttributeDefinitions, saveAttributeDefinition } from '../../records/attribute-definition.service.js';
 import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
+import type { LiveLanguages } from '../../records/live-languages.js';
 import { deleteLine, putLine } from '../../records/order-lines.service.js';
 import { changeLink, removeRecord, storeRecord, type WriteContext } from '../../records/record.service.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
@@ -37,6 +38,8 @@ export interface V2Dependencies {
   verifier: TokenVerifier;
   notifier: OutboxNotifier;
   writer: PreparedWriter;
+  /** The process's live languages (records/live-languages.ts). */
+  languages: LiveLanguages;
   reader: PreparedReader;
   /** The v2 reads' caches of this process (reads/read-caches.ts). */
   caches: ReadCaches;
@@ -71,6 +74,7 @@ export function v2Router({
   verifier,
   notifier,
   writer,
+  languages,
   reader,
   caches,
   waiter,
@@ -84,9 +88,17 @@ export function v2Router({
   const body = bodyMiddleware({ timeoutMs: bodyTimeoutMs });
   const writing = (ctx: AppContext): WriteContext => {
     const principal = principalOf(ctx);
-    return { db, writer, notifier, accountId: principal.accountId, clientId: principal.clientId, requestId: ctx.state.requestId };
+    return {
+      db,
+      languages,
+      writer,
+      notifier,
+      accountId: principal.accountId,
+      clientId: principal.clientId,
+      requestId: ctx.state.requestId,
+    };
   };
-  const reading = (ctx: AppContext): ReadContext => ({ db, reader, caches, accountId: principalOf(ctx).accountId });
+  const reading = (ctx: AppContext): ReadContext => ({ db, reader, caches, languages, accountId: principalOf(ctx).accountId });
   const param = (ctx: AppContext, name: string) => ctx.params[name]!;
   const query = (ctx: AppContext) => ({ ...ctx.query }) as Record<string, unknown>;
   /** Lists arrive serialised (their JSON is built by the database). */
