@@ -7,7 +7,12 @@ export interface LoadResult {
   p99_ms: number;
   non_2xx: number;
   errors: number;
+  /** Latency (ms) at the percentiles of LATENCY_PERCENTILES, keyed as `p50`, `p97_5`. */
+  latency: Record<string, number>;
 }
+
+/** The points of a latency distribution the bench keeps (autocannon's names). */
+export const LATENCY_PERCENTILES = ['p10', 'p25', 'p50', 'p75', 'p90', 'p97_5', 'p99', 'p99_9'] as const;
 
 export interface LoadOptions {
   connections: number;
@@ -71,6 +76,9 @@ export class Loader {
       p99_ms: result.latency.p99,
       non_2xx: result.non2xx,
       errors: result.errors,
+      latency: Object.fromEntries(
+        LATENCY_PERCENTILES.map((name) => [name, (result.latency as unknown as Record<string, number>)[name] ?? 0]),
+      ),
     };
   }
 }

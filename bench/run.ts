@@ -17,6 +17,7 @@ import { readsPhase } from './phases/reads.js';
 import { uploadsPhase } from './phases/uploads.js';
 import { webhooksPhase } from './phases/webhooks.js';
 import { writesPhase } from './phases/writes.js';
+import { latencySvg } from './plot.js';
 import { resultsTable } from './table.js';
 
 /** The phases in the order they run: the reads and the feed read what the bulk phase wrote. */
@@ -43,5 +44,7 @@ try {
   await bench.close();
   bench.results['finished_at'] = new Date().toISOString();
   await writeFile(new URL('./results.json', import.meta.url), `${JSON.stringify(bench.results, null, 2)}\n`);
+  const svg = latencySvg(bench.results);
+  if (svg) await writeFile(new URL('./latency.svg', import.meta.url), svg);
   process.stdout.write(`${resultsTable(bench.results)}\n`);
 }

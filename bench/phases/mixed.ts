@@ -83,6 +83,7 @@ export async function mixedPhase(bench: Bench): Promise<void> {
       writes_rps: writes?.rps,
       writes_non_2xx: writes?.non_2xx,
     });
+    bench.record(`reads.mixed.${name}.latency_ms`, reads.result.latency);
   }
 }
 

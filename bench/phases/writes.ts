@@ -75,4 +75,6 @@ export async function writesPhase(bench: Bench): Promise<void> {
     worker_rss_mib: cost.rss['worker'],
     floor_rss_mib: floorCost.rss['floor'],
   });
+  bench.record('writes.latency_ms', ours.latency);
+  bench.record('writes.floor_latency_ms', floorResult.latency);
 }

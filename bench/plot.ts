@@ -1,0 +1,64 @@
+import type { Figure } from './context.js';
+import { LATENCY_PERCENTILES } from './load.js';
+
+/** The distributions drawn, each from its `<key>.<percentile>` figures, and its colour. */
+const SERIES = [
+  ['single writes, service', 'writes.latency_ms', '#1f6feb'],
+  ['single writes, floor', 'writes.floor_latency_ms', '#8b949e'],
+  ['page 1 while written', 'reads.mixed.page_1.latency_ms', '#d1242f'],
+  ['deep page while written', 'reads.mixed.deep_page.latency_ms', '#bf8700'],
+  ['sub-listing while written', 'reads.mixed.sub_listing.latency_ms', '#1a7f37'],
+  ['cursor walk while written', 'reads.mixed.cursor_walk.latency_ms', '#8250df'],
+] as const;
+
+const WIDTH = 720;
+const HEIGHT = 360;
+const LEFT = 56;
+const RIGHT = 200;
+const TOP = 24;
+const BOTTOM = 40;
+
+/**
+ * An SVG of the latency distributions of a run (milliseconds on a log scale
+ * against the percentile), service beside floor, so a reader sees the shape
+ * of the tail and not only two percentiles. Null when the run measured none.
+ */
+export function latencySvg(results: Record<string, Figure>): string | null {
+  const series = SERIES.map(([label, key, colour]) => ({
+    label,
+    colour,
+    points: LATENCY_PERCENTILES.map((name) => Number(results[`${key}.${name}`])),
+  })).filter((one) => one.points.every((value) => Number.isFinite(value)));
+  if (series.length === 0) return null;
+  const values = series.flatMap((one) => one.points).map((value) => Math.max(value, 0.5));
+  const low = Math.floor(Math.log10(Math.min(...values)));
+  const high = Math.ceil(Math.log10(Math.max(...values)));
+  const plotWidth = WIDTH - LEFT - RIGHT;
+  const plotHeight = HEIGHT - TOP - BOTTOM;
+  const x = (index: number) => LEFT + (index / (LATENCY_PERCENTILES.length - 1)) * plotWidth;
+  const y = (ms: number) => TOP + plotHeight - ((Math.log10(Math.max(ms, 0.5)) - low) / Math.max(high - low, 1)) * plotHeight;
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" font-family="sans-serif" font-size="11">`,
+    `<rect width="${WIDTH}" height="${HEIGHT}" fill="#ffffff"/>`,
+  ];
+  for (let power = low; power <= high; power++) {
+    const at = y(10 ** power);
+    parts.push(`<line x1="${LEFT}" x2="${LEFT + plotWidth}" y1="${at}" y2="${at}" stroke="#d0d7de"/>`);
+    parts.push(`<text x="${LEFT - 6}" y="${at + 4}" text-anchor="end">${10 ** power} ms</text>`);
+  }
+  LATENCY_PERCENTILES.forEach((name, index) => {
+    parts.push(`<text x="${x(index)}" y="${HEIGHT - BOTTOM + 16}" text-anchor="middle">${name.replace('_', '.')}</text>`);
+  });
+  parts.push(`<text x="${LEFT + plotWidth / 2}" y="${HEIGHT - 6}" text-anchor="middle">percentile of responses</text>`);
+  series.forEach((one, index) => {
+    const path = one.points.map((ms, at) => `${at === 0 ? 'M' : 'L'}${x(at).toFixed(1)},${y(ms).toFixed(1)}`).join(' ');
+    parts.push(`<path d="${path}" fill="none" stroke="${one.colour}" stroke-width="2"/>`);
+    const legend = TOP + 8 + index * 18;
+    parts.push(
+      `<line x1="${WIDTH - RIGHT + 16}" x2="${WIDTH - RIGHT + 36}" y1="${legend}" y2="${legend}" stroke="${one.colour}" stroke-width="2"/>`,
+    );
+    parts.push(`<text x="${WIDTH - RIGHT + 42}" y="${legend + 4}">${one.label}</text>`);
+  });
+  parts.push('</svg>');
+  return `${parts.join('\n')}\n`;
+}
