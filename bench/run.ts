@@ -13,12 +13,13 @@ import { bulkPhase } from './phases/bulk.js';
 import { feedPhase } from './phases/feed.js';
 import { profilesPhase } from './phases/profiles.js';
 import { readsPhase } from './phases/reads.js';
+import { retentionPhase } from './phases/retention.js';
 import { uploadsPhase } from './phases/uploads.js';
 import { webhooksPhase } from './phases/webhooks.js';
 import { writesPhase } from './phases/writes.js';
 import { resultsTable } from './table.js';
 
-/** The phases in the order they run: the reads and the feed read what the bulk phase wrote. */
+/** The phases in the order they run: the reads and the feed read what the bulk phase wrote; retention removes it. */
 const PHASES: [string, (bench: Bench) => Promise<void>][] = [
   ['writes', writesPhase],
   ['uploads', uploadsPhase],
@@ -27,6 +28,7 @@ const PHASES: [string, (bench: Bench) => Promise<void>][] = [
   ['reads', readsPhase],
   ['feed', feedPhase],
   ['webhooks', webhooksPhase],
+  ['retention', retentionPhase],
 ];
 
 const bench = new Bench(benchConfig);
