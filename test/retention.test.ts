@@ -264,3 +264,43 @@ describe('when delivered deliveries pass the retention', () => {
     ).toBeGreaterThanOrEqual(1);
   }, 60_000);
 });
+
+describe('when a webhook was behind when its entries were removed', () => {
+  it('should go on from the first entry still kept, losing none of those', async () => {
+    const shop = await openShop(env);
+    const hook = await startReceiver();
+    receivers.push(hook);
+    await env.drain();
+    const put = async (active: boolean) => {
+      const response = await shop.request('PUT', '/api/v2/webhooks', { webhook: { id: 'behind', url: hook.url, active } });
+      expect(response.status, response.text).toBe(200);
+    };
+    const products = () =>
+      hook
+        .accepted()
+        .flatMap((request) => request.body.data ?? [])
+        .filter((entry: any) => entry.kind === 'product')
+        .map((entry: any) => entry.record_id);
+    await put(true);
+    await saveAll(shop, ['x1']);
+    await pollUntil(
+      async () => products(),
+      (ids) => ids.length > 0,
+      { timeoutMs: 20_000 },
+    );
+    await put(false);
+    await saveAll(shop, ['x2', 'x3']);
+    await ageNewestBlock(2);
+    await runRetention();
+    await saveAll(shop, ['y1', 'y2']);
+    await env.db.query(sql.unsafe`UPDATE audit_partitions SET opened_at = opened_at - interval '91 days'`);
+    expect((await runRetention()).dropped_blocks.length).toBeGreaterThan(0);
+    await put(true);
+    await pollUntil(
+      async () => products(),
+      (ids) => ids.length >= 3,
+      { timeoutMs: 20_000 },
+    );
+    expect(products()).toEqual(['x1', 'y1', 'y2']);
+  }, 60_000);
+});
