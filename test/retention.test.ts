@@ -1,4 +1,5 @@
 import { QueueEvents } from 'bullmq';
+import pg from 'pg';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFeedCursor } from '../feed/feed-cursor.js';
@@ -151,6 +152,25 @@ describe('when audit blocks pass the retention', () => {
     expect(run.dropped_blocks).toContain(older);
     expect(await env.db.maybeOneFirst(sql.unsafe`SELECT to_regclass(${`audit_log_p${older}`})::text`)).toBeNull();
     expect((await feedRecordIds(shop, '')).ids).toEqual(['kept']);
+  }, 60_000);
+});
+
+describe('when the audit log is locked by something else', () => {
+  it('should leave the step to the next run rather than wait', async () => {
+    await ageNewestBlock(2);
+    const before = await blocks();
+    const holder = new pg.Client({ connectionString: env.config.DATABASE_URL });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE audit_log IN ACCESS EXCLUSIVE MODE');
+      expect(await runRetention()).toMatchObject({ opened_block: null, dropped_blocks: [] });
+      await holder.query('ROLLBACK');
+    } finally {
+      await holder.end();
+    }
+    expect(await blocks()).toEqual(before);
+    expect((await runRetention()).opened_block).toBe(before.at(-1)! + 1);
   }, 60_000);
 });
 
