@@ -144,7 +144,7 @@ describe('when audit blocks pass the retention', () => {
     const { opened_block: opened } = await runRetention();
     await saveAll(shop, ['kept']);
     const older = Number(opened) - 1;
-    // A run that stopped between its detach and its drop: the partition is detached, not dropped.
+    // A run cut short between its detach and its drop: the partition is detached, not dropped.
     await env.db.query(sql.unsafe`UPDATE audit_partitions SET opened_at = opened_at - interval '91 days' WHERE k <= ${Number(opened)}`);
     await env.db.query(sql.unsafe`UPDATE audit_retention SET removed_through = greatest(removed_through, ${(older + 1) * BLOCK - 1})`);
     await env.db.query(sql.unsafe`ALTER TABLE audit_log DETACH PARTITION ${sql.identifier([`audit_log_p${older}`])}`);
