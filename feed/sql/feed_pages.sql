@@ -16,7 +16,11 @@
 -- Each statement reads one block's partition by its name (below): bounds on
 -- seq beside the row comparisons would let Postgres prune the other
 -- partitions, but they also make the primary key look as good a start for a
--- language without statistics, and it chose that and a sort.
+-- language without statistics, and it chose that and a sort. A statement run
+-- by EXECUTE is planned with its values, and for a language the statistics do
+-- not know the planner then sometimes read the whole block and sorted it; so
+-- sequential scans and sorts are off inside them too: the language's index is
+-- the plan left.
 
 -- The audit log is partitioned by blocks of seq (migrations 0024-0026,
 -- sync/audit-blocks.ts): the retained blocks as spans of (after, through],
@@ -46,6 +50,8 @@ CREATE OR REPLACE FUNCTION feed_audit_page(
 ) RETURNS SETOF audit_log
 LANGUAGE plpgsql STABLE
 SET enable_bitmapscan = off
+SET enable_seqscan = off
+SET enable_sort = off
 AS $$
 DECLARE
   v_k integer;
@@ -79,6 +85,8 @@ $$;
 CREATE OR REPLACE FUNCTION feed_last_seq(p_language_id text, p_lang_key bigint, p_after bigint, p_through bigint) RETURNS bigint
 LANGUAGE plpgsql STABLE
 SET enable_bitmapscan = off
+SET enable_seqscan = off
+SET enable_sort = off
 AS $$
 DECLARE
   v_k integer;
