@@ -20,7 +20,7 @@ export const benchConfig = {
   walkTimeoutS: number('BENCH_WALK_TIMEOUT_S', 60),
   categories: 1_000,
   /** Comma-separated subset of the phases (all by default): for profiling one phase. */
-  phases: new Set((process.env['BENCH_PHASES'] ?? 'writes,uploads,bulk,profiles,reads,mixed,feed,webhooks').split(',')),
+  phases: new Set((process.env['BENCH_PHASES'] ?? 'writes,uploads,bulk,profiles,reads,mixed,feed,webhooks,retention').split(',')),
   /** How long the feed and webhook phases read or deliver the bulk catalogue's history before they stop counting. */
   feedTimeoutS: number('BENCH_FEED_TIMEOUT_S', 60),
   /** Single writes a second while the webhook lag is measured. */

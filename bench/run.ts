@@ -14,13 +14,14 @@ import { feedPhase } from './phases/feed.js';
 import { mixedPhase } from './phases/mixed.js';
 import { profilesPhase } from './phases/profiles.js';
 import { readsPhase } from './phases/reads.js';
+import { retentionPhase } from './phases/retention.js';
 import { uploadsPhase } from './phases/uploads.js';
 import { webhooksPhase } from './phases/webhooks.js';
 import { writesPhase } from './phases/writes.js';
 import { latencySvg } from './plot.js';
 import { resultsTable } from './table.js';
 
-/** The phases in the order they run: the reads and the feed read what the bulk phase wrote. */
+/** The phases in the order they run: the reads and the feed read what the bulk phase wrote; retention removes it. */
 const PHASES: [string, (bench: Bench) => Promise<void>][] = [
   ['writes', writesPhase],
   ['uploads', uploadsPhase],
@@ -30,6 +31,7 @@ const PHASES: [string, (bench: Bench) => Promise<void>][] = [
   ['mixed', mixedPhase],
   ['feed', feedPhase],
   ['webhooks', webhooksPhase],
+  ['retention', retentionPhase],
 ];
 
 const bench = new Bench(benchConfig);

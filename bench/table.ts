@@ -152,6 +152,19 @@ export function resultsTable(results: Record<string, Figure>): string {
       'p99 <= 1000',
     );
   }
+  if (has('retention.prune_ms')) {
+    row(
+      `audit blocks removed (${value('retention.entries_removed')} entries) ms`,
+      `${value('retention.prune_ms')} (${value('retention.blocks_dropped')} blocks)`,
+    );
+    row(
+      'single writes during the removal p99 ms / failed',
+      `${value('retention.writes_p99_ms_during_prune')} / ${value('retention.writes_failed_during_prune')} (around it: ${value('retention.writes_p99_ms_around_prune')})`,
+      '',
+      '',
+      'failed = 0',
+    );
+  }
   if (has('reads.page_1.api_rss_mib')) row('peak RSS MiB (reads)', `api ${value('reads.page_1000.api_rss_mib')}`);
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((cells) => (cells[column] ?? '').length)));
   return rows.map((cells) => cells.map((cell, column) => (cell ?? '').padEnd(widths[column]!)).join(' | ')).join('\n');

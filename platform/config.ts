@@ -69,6 +69,12 @@ const environmentSchema = z.object({
   WEBHOOK_CONCURRENCY: integer(32, 1, 1_000),
   WEBHOOK_RETRY_BASE_MS: integer(5_000, 1, 3_600_000),
   WEBHOOK_ALLOW_PRIVATE: boolean(false),
+  // Retention (worker/processors/apply-retention.processor.ts), in days: audit entries (and the change feed's history)
+  // in whole daily blocks, a finished bulk job's stored lines and line errors (the job and its counts stay), and
+  // delivered webhook deliveries.
+  AUDIT_RETENTION_DAYS: integer(90, 1, 36_500),
+  BULK_RETENTION_DAYS: integer(30, 1, 36_500),
+  WEBHOOK_DELIVERY_RETENTION_DAYS: integer(30, 1, 36_500),
   // Ids (stubs, links, cascaded or detached records) one applier transaction handles at most; larger changes are split.
   APPLIER_SLICE_SIZE: integer(5_000, 1, 1_000_000),
   // Changes of a language left to apply at which a bulk file stops storing lines until the applier catches up.

@@ -167,6 +167,52 @@ export function createApplierMetrics(registry: Registry) {
 
 export type ApplierMetrics = ReturnType<typeof createApplierMetrics>;
 
+/** What retention removes (worker/processors/apply-retention.processor.ts): rows of bulk lines, line errors and deliveries, and whole audit blocks. */
+export const RETENTION_KINDS = ['audit_blocks', 'bulk_lines', 'bulk_errors', 'webhook_deliveries'] as const;
+export type RetentionKind = (typeof RETENTION_KINDS)[number];
+
+/**
+ * Retention's removals, counted by the worker that made them, and the audit
+ * log's retained history as Postgres has it at scrape time (`read`).
+ */
+export function createRetentionMetrics(
+  registry: Registry,
+  read: () => Promise<{ blocks: number; removedThrough: number }>,
+  onUnavailable: (error: Error) => void,
+) {
+  const removed = new Counter({
+    name: 'sync_retention_removed_total',
+    help: 'What retention removed: audit_blocks (whole partitions of the audit log), or rows of bulk_lines, bulk_errors and webhook_deliveries',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  for (const kind of RETENTION_KINDS) removed.inc({ kind }, 0);
+  const removedThrough = new Gauge({
+    name: 'sync_audit_removed_through_seq',
+    help: 'The audit seq at and below which entries were removed by retention (the change feed starts after it)',
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'sync_audit_blocks',
+    help: 'Blocks (partitions) of the audit log retained',
+    registers: [registry],
+    async collect() {
+      try {
+        const stats = await read();
+        this.set(stats.blocks);
+        removedThrough.set(stats.removedThrough);
+      } catch (error) {
+        this.reset();
+        removedThrough.reset();
+        onUnavailable(error as Error);
+      }
+    },
+  });
+  return { removed };
+}
+
+export type RetentionMetrics = ReturnType<typeof createRetentionMetrics>;
+
 /**
  * A counter showing counts kept elsewhere (which only grow), read at scrape
  * time: one series per key `read` answers, named by `label`; or, with no

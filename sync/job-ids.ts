@@ -23,6 +23,8 @@ export const WAKE_WINDOW_MS = 50;
 export const SWEEP_APPLY_WINDOW_MS = 1_000;
 /** A webhook and language's wake-ups within this many milliseconds are one job. */
 export const WEBHOOK_JOB_WINDOW_MS = 250;
+/** How often the worker applies retention (worker/processors/apply-retention.processor.ts). */
+export const RETENTION_EVERY_MS = 15 * 60_000;
 /** A bulk file gets its next slice queued at most once per this many milliseconds. */
 export const BULK_SLICE_WINDOW_MS = 250;
 
@@ -49,6 +51,8 @@ export const jobIds = {
   bulkStart: (bulkJobId: string) => `bulk-${bulkJobId}-start`,
   /** process-bulk slices queued by the sweeper, behind other files. */
   bulkSlice: (bulkJobId: string, now = Date.now()) => `bulk-${bulkJobId}-${windowOf(now, BULK_SLICE_WINDOW_MS)}`,
+  /** The repeatable retention job's scheduler: one for every worker process. */
+  retention: 'apply-retention',
   /** One purge per deleted language. */
   purgeLanguage: (langKey: number) => `purge-language-${langKey}`,
   /** deliver-webhook from the webhook waker's sweep (webhooks/webhook.waker.ts): one per pair and window. */

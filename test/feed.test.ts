@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { maintainAuditBlocks } from '../sync/audit-blocks.js';
 import { type HttpResponse, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { sample } from './support/metrics.js';
 import { pollUntil } from './support/poll.js';
@@ -253,7 +254,8 @@ describe('when a language was filled after the audit log was last analysed', () 
         after,
       ]);
       expect(page.rows.map((row) => row.seq)).toEqual(rows.slice(rows.length - 499, rows.length - 398).map((row) => row.seq));
-      const inner = plans.find((plan) => plan.includes('p_language_id')) ?? '';
+      // The statement on the block's partition (feed/sql/feed_pages.sql).
+      const inner = plans.find((plan) => /FROM audit_log_p\d+/.test(plan)) ?? '';
       expect(inner).toContain('Index Scan using audit_log_language');
       expect(inner).not.toMatch(/Bitmap|Sort/);
       // From the cursor: a few pages of index and table, not every entry of the language before it.
@@ -266,6 +268,61 @@ describe('when a language was filled after the audit log was last analysed', () 
       await client.end();
     }
   });
+});
+
+describe('when the history spans several blocks of the audit log', () => {
+  it('should read them as one history, a page touching only the blocks it reads', async () => {
+    const shop = await openShop(env);
+    const opened: number[] = [Number(await env.db.oneFirst(sql.unsafe`SELECT max(k) FROM audit_partitions`))];
+    const write = async (prefix: string) => {
+      for (let index = 0; index < 30; index += 1) await shop.save('product', { id: `${prefix}${index}`, name: 'n' });
+      await env.drain();
+    };
+    await write('a');
+    for (const prefix of ['b', 'c']) {
+      // A day passes: the next block opens (sync/audit-blocks.ts), and later entries are numbered in it.
+      await env.db.query(sql.unsafe`UPDATE audit_partitions SET opened_at = opened_at - interval '1 day'`);
+      const run = await maintainAuditBlocks(env.db, { retentionDays: 90, lockTimeoutMs: 2_000 });
+      opened.push(run.opened!);
+      await write(prefix);
+    }
+    const names = ['a', 'b', 'c'].flatMap((prefix) => Array.from({ length: 30 }, (_, index) => `${prefix}${index}`));
+    const { entries } = await readAll(shop, { extra: '&kinds=product' });
+    expect(entries.map((entry) => entry.record_id)).toEqual(names);
+    const blockOf = (id: string) => Math.floor(Number(entries.find((entry) => entry.record_id === id)!.id) / 2 ** 36);
+    expect([blockOf('a0'), blockOf('b0'), blockOf('c0')]).toEqual(opened);
+
+    const client = new pg.Client({ connectionString: env.config.DATABASE_URL });
+    const plans: string[] = [];
+    client.on('notice', (notice) => plans.push(notice.message ?? ''));
+    await client.connect();
+    try {
+      await client.query(`LOAD 'auto_explain'`);
+      await client.query(
+        'SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET client_min_messages = log',
+      );
+      const langKey = await langKeyOf(env, shop.lang, shop.account);
+      const cases: Array<[string, number, number[]]> = [
+        ['a5', 10, [opened[0]!]],
+        ['b5', 10, [opened[1]!]],
+        ['a25', 10, [opened[0]!, opened[1]!]],
+        ['c25', 10, [opened[2]!]],
+      ];
+      for (const [after, limit, blocks] of cases) {
+        plans.length = 0;
+        const page = await client.query<{ record_id: string }>(
+          `SELECT record_id FROM feed_audit_page($1, $2, $3, 9223372036854775807, $4, '{product}')`,
+          [shop.lang, langKey, entries.find((entry) => entry.record_id === after)!.id, limit],
+        );
+        const from = names.indexOf(after) + 1;
+        expect(page.rows.map((row) => row.record_id)).toEqual(names.slice(from, from + limit));
+        const read = [...new Set(plans.flatMap((plan) => [...plan.matchAll(/ on audit_log_p(\d+)/g)].map((match) => Number(match[1]))))];
+        expect([after, read]).toEqual([after, blocks]);
+      }
+    } finally {
+      await client.end();
+    }
+  }, 60_000);
 });
 
 describe('when a reader starts from now', () => {

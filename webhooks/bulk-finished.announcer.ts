@@ -22,13 +22,16 @@ const unannounced = z.object({
  * since the webhook was created becomes one delivery of that language, in
  * line behind the language's earlier deliveries. Found by the sweep rather
  * than told by the bulk code, so every way a job ends is announced, once
- * (a unique index), also after a webhook is enabled again.
+ * (a unique index), also after a webhook is enabled again. Only jobs that
+ * finished within `withinDays` (the delivered deliveries' retention): an
+ * older job's delivery may have been removed, and must not be made again.
  */
-export async function announceFinishedBulkJobs(db: Database): Promise<number> {
+export async function announceFinishedBulkJobs(db: Database, withinDays: number): Promise<number> {
   const found = await db.any(sql.type(unannounced)`
     SELECT w.account_id, w.id AS webhook_id, b.id::text AS bulk_job_id, b.lang_key, l.id AS language_id
     FROM webhooks w
     JOIN bulk_jobs b ON b.account_id = w.account_id AND b.finished_at >= w.created_at AND b.status IN ('completed', 'failed')
+      AND b.finished_at >= now() - make_interval(days => ${withinDays})
     JOIN languages l ON l.lang_key = b.lang_key AND l.deleted_at IS NULL AND (w.languages IS NULL OR l.id = ANY(w.languages))
     WHERE w.active AND 'bulk_job.finished' = ANY(w.events)
       AND NOT EXISTS (

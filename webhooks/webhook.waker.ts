@@ -38,6 +38,8 @@ export class WebhookWaker {
     databaseUrl: string,
     private readonly queue: Queue,
     private readonly logger: Logger,
+    /** Bulk jobs are announced when they finished within this many days (the delivered deliveries' retention). */
+    private readonly announceWithinDays: number,
   ) {
     this.listener = new Listener(databaseUrl, logger, {
       channels: [pg.escapeIdentifier(AUDIT_WRITTEN)],
@@ -103,7 +105,7 @@ export class WebhookWaker {
   private async sweepOnce(): Promise<void> {
     if (this.stopped) return;
     try {
-      await announceFinishedBulkJobs(this.db);
+      await announceFinishedBulkJobs(this.db, this.announceWithinDays);
       for (const pair of await pairsWithWork(this.db, PAIRS_PER_SWEEP)) {
         await this.queue.add('deliver-webhook', pair, { ...JOB_OPTIONS, jobId: jobIds.deliverWebhook(pairKey(pair)) });
       }

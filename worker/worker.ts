@@ -7,12 +7,15 @@ import {
   createApplierMetrics,
   createJobMetrics,
   createMetricsRegistry,
+  createRetentionMetrics,
   registerPoolMetrics,
   serveMetrics,
   slonikPoolUsage,
 } from '../platform/metrics.js';
 import { createQueues, type JobName, jobOptionsOf, QUEUES, type QueueKey, settleConnections } from '../platform/queue.js';
 import { createRedis } from '../platform/redis.js';
+import { auditBlockStats } from '../sync/audit-blocks.js';
+import { jobIds, RETENTION_EVERY_MS } from '../sync/job-ids.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { WebhookWaker } from '../webhooks/webhook.waker.js';
 import { assertRegistryComplete, processors } from './processors/index.js';
@@ -59,7 +62,12 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
   const registry = createMetricsRegistry('worker');
   const jobMetrics = createJobMetrics(registry);
   const applierMetrics = createApplierMetrics(registry);
-  const waker = new WebhookWaker(db, config.DATABASE_URL, queues.webhooks, logger);
+  const waker = new WebhookWaker(db, config.DATABASE_URL, queues.webhooks, logger, config.WEBHOOK_DELIVERY_RETENTION_DAYS);
+  const retentionMetrics = createRetentionMetrics(
+    registry,
+    () => auditBlockStats(db),
+    (error) => logger.debug({ err: error.message }, 'retention metrics unavailable'),
+  );
   const context: ProcessorContext = {
     db,
     logger,
@@ -74,6 +82,12 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     webhooks: {
       options: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE, retryBaseMs: config.WEBHOOK_RETRY_BASE_MS },
       continue: (pair) => waker.continue(pair),
+    },
+    retention: {
+      auditDays: config.AUDIT_RETENTION_DAYS,
+      bulkDays: config.BULK_RETENTION_DAYS,
+      deliveryDays: config.WEBHOOK_DELIVERY_RETENTION_DAYS,
+      metrics: retentionMetrics,
     },
   };
 
@@ -129,6 +143,9 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
   await queues.maintenance
     .upsertJobScheduler('purge-expired-tokens', { every: 15 * 60_000 }, { name: 'purge-expired-tokens', data: {} })
     .catch((error: Error) => logger.warn({ err: error.message }, 'could not schedule token purge'));
+  await queues.maintenance
+    .upsertJobScheduler(jobIds.retention, { every: RETENTION_EVERY_MS }, { name: 'apply-retention', data: {} })
+    .catch((error: Error) => logger.warn({ err: error.message }, 'could not schedule retention'));
   logger.info({ concurrency: config.WORKER_CONCURRENCY, metrics_port: metricsServer.port }, 'worker started');
 
   let closing: Promise<void> | undefined;

@@ -1,5 +1,6 @@
 import { type JobName, QUEUES } from '../../platform/queue.js';
 import { applyOutboxProcessor } from './apply-outbox.processor.js';
+import { applyRetentionProcessor } from './apply-retention.processor.js';
 import { deliverWebhookProcessor } from './deliver-webhook.processor.js';
 import { processBulkProcessor } from './process-bulk.processor.js';
 import type { ProcessorRegistry } from './processor.js';
@@ -12,6 +13,7 @@ export const processors: ProcessorRegistry = {
   'purge-expired-tokens': purgeExpiredTokensProcessor,
   'process-bulk': processBulkProcessor,
   'deliver-webhook': deliverWebhookProcessor,
+  'apply-retention': applyRetentionProcessor,
 };
 
 /**

@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Database } from '../../platform/db.js';
-import type { ApplierMetrics } from '../../platform/metrics.js';
+import type { ApplierMetrics, RetentionMetrics } from '../../platform/metrics.js';
 import type { JobData, JobName } from '../../platform/queue.js';
 import type { DrainOptions } from '../../sync/drain.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
@@ -20,6 +20,8 @@ export interface ProcessorContext {
   maxEffectsBacklog: number;
   /** Webhook deliveries: their settings, and the next run queued for a pair with more to send (webhooks/webhook.waker.ts). */
   webhooks: { options: DeliveryOptions; continue(pair: Pair): Promise<void> };
+  /** Retention's days (AUDIT_RETENTION_DAYS, BULK_RETENTION_DAYS, WEBHOOK_DELIVERY_RETENTION_DAYS) and its counters. */
+  retention: { auditDays: number; bulkDays: number; deliveryDays: number; metrics: RetentionMetrics };
 }
 
 export type Processor<N extends JobName> = (job: Job<JobData[N]>, context: ProcessorContext) => Promise<unknown>;
