@@ -39,6 +39,7 @@ export function latencySvg(results: Record<string, Figure>): string | null {
   const y = (ms: number) => TOP + plotHeight - ((Math.log10(Math.max(ms, 0.5)) - low) / Math.max(high - low, 1)) * plotHeight;
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" font-family="sans-serif" font-size="11">`,
+    '<title>Latency of single writes (service and floor) and of v2 pages read while written, by percentile</title>',
     `<rect width="${WIDTH}" height="${HEIGHT}" fill="#ffffff"/>`,
   ];
   for (let power = low; power <= high; power++) {
