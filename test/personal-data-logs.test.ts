@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForBulkJob } from './support/bulk-jobs.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
@@ -95,3 +96,28 @@ describe('when profiles are written, read, rejected and delivered', () => {
     }
   });
 });
+
+describe('when the queues are read', () => {
+  it('should hold no email in any job, failure or key of the run', async () => {
+    const redis = new Redis(env.config.REDIS_URL);
+    try {
+      const keys = await redis.keys(`${env.config.QUEUE_PREFIX}:*`);
+      expect(keys.length).toBeGreaterThan(0);
+      let text = keys.join('\n');
+      for (const key of keys) {
+        const type = await redis.type(key);
+        if (type === 'hash') text += JSON.stringify(await redis.hgetall(key));
+        else if (type === 'list') text += JSON.stringify(await redis.lrange(key, 0, -1));
+        else if (type === 'zset') text += JSON.stringify(await redis.zrange(key, 0, -1));
+        else if (type === 'set') text += JSON.stringify(await redis.smembers(key));
+        else if (type === 'string') text += (await redis.get(key)) ?? '';
+        else if (type === 'stream') text += JSON.stringify(await redis.xrange(key, '-', '+'));
+      }
+      expect(text.toLowerCase()).not.toContain(EMAIL.toLowerCase());
+      expect(text).not.toContain('Annelies');
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
+

@@ -2,6 +2,7 @@ import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../platform/config.js';
 import { createDatabase } from '../platform/db.js';
+import { maskText } from '../platform/loggable.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import {
   createApplierMetrics,
@@ -107,6 +108,13 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
       const result = await processor(job as never, { ...context, logger: jobLogger });
       outcome = 'completed';
       return result;
+    } catch (error) {
+      // BullMQ keeps a failure's message and stack in Redis for days: masked like a log line, and no trace.
+      if (error instanceof Error) {
+        error.message = maskText(error.message);
+        error.stack = `${error.name}: ${error.message}`;
+      }
+      throw error;
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       jobMetrics.duration.observe({ ...labels, outcome }, seconds);
