@@ -14,6 +14,17 @@ import {
 } from './applier.repository.js';
 import type { AuditEntry } from './audit.repository.js';
 import { changeUnits, sentReference, upsertSteps } from './change-plan.js';
+import {
+  ERASE_ACTION,
+  type ErasureTarget,
+  emailDigest,
+  eraseProfiles,
+  eraseUnsubscribe,
+  erasureTarget,
+  markLanguageErased,
+  profileOfId,
+  profilesOfEmail,
+} from './erasure.applier.js';
 import { linkMany, linksPage, setLink, unlinkMany } from './links.repository.js';
 import type { ChangeProgress, OutboxEntry } from './outbox.repository.js';
 import { EMPTY_STUB, insertStubsMany, type StubContent, stubOutsideSerialView, targetKey } from './stubs.repository.js';
@@ -156,6 +167,7 @@ export class EntryApplier {
         },
       ];
     }
+    if (action === ERASE_ACTION) return this.erasePhases();
     if (action === 'upsert') return this.upsertPhases(kind as StoredKind, id, payload);
     if (action === 'delete') return this.deletePhases(kind as StoredKind, id);
     return [
@@ -222,6 +234,52 @@ export class EntryApplier {
       });
     }
     return phases;
+  }
+
+  /**
+   * An erasure (interface §24, sync/erasure.applier.ts): the profiles that
+   * match at this point of the serial order are deleted, each with one `erase`
+   * entry; then the email's global unsubscribe goes.
+   */
+  private erasePhases(): Phase[] {
+    const { tx, entry } = this;
+    let target: ErasureTarget | null | undefined;
+    let email: string | null = null;
+    const erase = async (ids: readonly string[]) => {
+      await eraseProfiles(tx, entry, target!, email, ids);
+      for (const profile of ids) this.audit('profile', profile, ERASE_ACTION, entry.actor, {});
+    };
+    return [
+      async () => {
+        target = await erasureTarget(tx, entry);
+        if (!target) return { ...ONE, stop: true };
+        email = target.email;
+        const profile = await profileOfId(tx, entry, target);
+        if (profile) {
+          email = profile.email;
+          await erase([profile.id]);
+        }
+        return ONE;
+      },
+      // Erasing a slice takes its profiles out of the serial view, so each slice starts from the first left.
+      draining(async (limit) => {
+        target ??= await erasureTarget(tx, entry);
+        if (!target?.email || target.profileId !== null) return 0;
+        email = target.email;
+        const ids = await profilesOfEmail(tx, entry, target.email, limit);
+        await erase(ids);
+        return ids.length;
+      }),
+      async () => {
+        target ??= await erasureTarget(tx, entry);
+        if (!target) return ONE;
+        email ??= target.email;
+        if (email !== null && (await eraseUnsubscribe(tx, entry, email)))
+          this.audit('global_unsubscribe', await emailDigest(tx, email), 'delete', entry.actor, {});
+        await markLanguageErased(tx, entry, target);
+        return ONE;
+      },
+    ];
   }
 
   private deletePhases(kind: StoredKind, id: string): Phase[] {

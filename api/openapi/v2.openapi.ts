@@ -20,6 +20,7 @@ import {
 } from '../../catalogue/record-kinds.js';
 import { registerBulkPaths } from './bulk.openapi.js';
 import { type ErrorResponseName, json, NO_CONTENT, operationsOf, pathParams, SECURITY, WRITE_ERRORS, withArticle } from './components.js';
+import { registerErasurePaths } from './erasures.openapi.js';
 import { registerFeedPaths } from './feed.openapi.js';
 import { nullable, responseView } from './v1.openapi.js';
 import { registerWebhookPaths } from './webhooks.openapi.js';
@@ -328,6 +329,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
   registerBulkPaths(registry, 'v2');
   registerFeedPaths(registry);
   registerWebhookPaths(registry);
+  registerErasurePaths(registry);
 
   for (const kind of RECORD_KINDS) {
     const { segment, resource } = KINDS[kind];

@@ -129,7 +129,9 @@ export const setAsideChangeSchema = z
     account: accountName,
     language_id: z.string(),
     kind: z.enum(AUDIT_KINDS),
-    action: z.enum(['upsert', 'delete', 'assign', 'unassign']).openapi({ description: 'What the change asked the worker to apply' }),
+    action: z
+      .enum(['upsert', 'delete', 'assign', 'unassign', 'erase'])
+      .openapi({ description: 'What the change asked the worker to apply' }),
     record_id: z.string(),
     actor: z.string().openapi({ description: 'The client id that made the change' }),
     request_id: z.string().nullable().openapi({ description: 'X-Request-Id of the request that made the change' }),

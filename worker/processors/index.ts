@@ -5,6 +5,7 @@ import { processBulkProcessor } from './process-bulk.processor.js';
 import type { ProcessorRegistry } from './processor.js';
 import { purgeExpiredTokensProcessor } from './purge-expired-tokens.processor.js';
 import { purgeLanguageProcessor } from './purge-language.processor.js';
+import { scrubErasureProcessor } from './scrub-erasure.processor.js';
 
 export const processors: ProcessorRegistry = {
   'apply-outbox': applyOutboxProcessor,
@@ -12,6 +13,7 @@ export const processors: ProcessorRegistry = {
   'purge-expired-tokens': purgeExpiredTokensProcessor,
   'process-bulk': processBulkProcessor,
   'deliver-webhook': deliverWebhookProcessor,
+  'scrub-erasure': scrubErasureProcessor,
 };
 
 /**
