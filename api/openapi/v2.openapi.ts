@@ -126,7 +126,16 @@ const globalUnsubscribeSchema = z
   .openapi('GlobalUnsubscribe');
 
 const purchaseEventSchema = z
-  .object({ order_id: z.string(), profile_id: z.string(), visitor_token: z.string(), created_at: dateTime(), updated_at: dateTime() })
+  .object({
+    order_id: z.string(),
+    profile_id: z.string(),
+    visitor_token: z
+      .string()
+      .nullable()
+      .openapi({ description: "Required on every write; null once an erasure cleared it (the profile's personal data)" }),
+    created_at: dateTime(),
+    updated_at: dateTime(),
+  })
   .openapi('PurchaseEvent');
 
 const RECORD_SCHEMAS: Record<StoredKind, ZodTypeAny> = {

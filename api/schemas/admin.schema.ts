@@ -72,8 +72,8 @@ export const auditEntrySchema = auditEntryRow
     at: z.string().openapi({ format: 'date-time', description: 'When the causing request was accepted' }),
     account: accountName,
     kind: z.enum(AUDIT_KINDS),
-    action: z.enum(['create', 'update', 'delete', 'stub', 'link', 'unlink', 'cascade_delete', 'discard']).openapi({
-      description: '`discard`: an operator gave up a set-aside change (`changes` describes it)',
+    action: z.enum(['create', 'update', 'delete', 'stub', 'link', 'unlink', 'cascade_delete', 'discard', 'erase']).openapi({
+      description: '`discard`: an operator gave up a set-aside change (`changes` describes it); `erase`: an erasure deleted the profile',
     }),
     actor: z.string().openapi({ description: 'The client id, `system` for changes the worker made, or `admin:<user>` for an operator' }),
     request_id: z.string().nullable().openapi({ description: 'X-Request-Id of the request that caused the change' }),
