@@ -128,7 +128,7 @@ export const setAsideChangeSchema = z
     seq: z.number().int().openapi({ description: "The change's place in the write order; names it in retry and discard" }),
     account: accountName,
     language_id: z.string(),
-    kind: z.enum(AUDIT_KINDS),
+    kind: z.enum([...AUDIT_KINDS, 'erasure']).openapi({ description: 'The body key written, or `erasure` for an erasure (interface §24)' }),
     action: z
       .enum(['upsert', 'delete', 'assign', 'unassign', 'erase'])
       .openapi({ description: 'What the change asked the worker to apply' }),
