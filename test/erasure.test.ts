@@ -154,11 +154,15 @@ describe('when a customer is erased by email', () => {
         JSON.stringify({ profile: { id: 'jane-2', email: lower.toUpperCase(), last_name: 'Doe' } }),
         JSON.stringify({ order: { id: 'o2', profile_id: 'jane-2', ordered_at: '2024-01-02T00:00:00Z' } }),
         JSON.stringify({ delete: { kind: 'profile', id: 'nobody' } }),
+        // A line error that names the email (an unknown body key is named in its message).
+        JSON.stringify({ [email]: { id: 'x' } }),
       ].join('\n'),
       headers: NDJSON,
     });
     expect(upload.status, upload.text).toBe(202);
     const job = await waitForBulkJob(env, shop.token, upload.headers.get('location')!);
+    const lineErrors = await shop.request('GET', `${upload.headers.get('location')!}/errors`);
+    expect(lineErrors.text.toLowerCase()).toContain(lower);
     await env.drain();
     const named = await pollUntil(
       async () => receiver.requests.some((request) => request.text.toLowerCase().includes(lower)),
