@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scrubErasure } from '../erasures/erasure-scrub.service.js';
 import { waitForBulkJob } from './support/bulk-jobs.js';
 import { startEnvironment, type TestEnvironment, uniqueName } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
@@ -99,6 +100,11 @@ async function databaseMentions(needle: string, allowedLangKeys: number[]) {
   return found;
 }
 
+const auditRows = async (langKey: number) =>
+  (await env.db.any(sql.unsafe`
+    SELECT seq::int AS seq, kind, record_id, action, changes FROM audit_log WHERE lang_key = ${langKey} ORDER BY seq
+  `)) as unknown as Array<{ seq: number; kind: string; record_id: string; action: string; changes: unknown }>;
+
 const langKeyOf = async (shop: Shop, language: string) =>
   Number(
     await env.db.oneFirst(sql.unsafe`
@@ -173,6 +179,9 @@ describe('when a customer is erased by email', () => {
     // Everything the receiver will get about the writes so far has been stored.
     await sleep(300);
 
+    const langKey = await langKeyOf(shop, lang);
+    const entriesBefore = await auditRows(langKey);
+
     const accepted = await erase(shop, { email: email.replace('Jane', 'jANE').replace('Example', 'EXAMPLE') });
     expect(accepted).toMatchObject({ status: 'queued', email_sha256: sha256(lower), profiles_erased: 0, finished_at: null });
     const done = await completed(shop, accepted['id']);
@@ -194,6 +203,17 @@ describe('when a customer is erased by email', () => {
     expect((await shop.get('/reviews/r1')).body).toMatchObject({ profile_id: 'jane', name: null, score: 5 });
     expect((await shop.get('/shopping_carts/c1')).body).toMatchObject({ profile_id: 'jane', recovery_url: null, recovery_token: null });
     expect((await shop.get('/purchase_events/o1')).body).toMatchObject({ profile_id: 'jane', visitor_token: null });
+
+    // Entries are scrubbed, never removed: the same ones, in the same order, then the erasure's own.
+    const entriesAfter = await auditRows(langKey);
+    expect(entriesAfter.slice(0, entriesBefore.length).map((row) => [row.seq, row.kind, row.action])).toEqual(
+      entriesBefore.map((row) => [row.seq, row.kind, row.action]),
+    );
+    expect(entriesAfter.slice(entriesBefore.length).map((row) => [row.kind, row.record_id, row.action])).toEqual([
+      ['profile', 'jane', 'erase'],
+      ['global_unsubscribe', sha256(lower), 'delete'],
+    ]);
+    expect(entriesBefore.some((row) => JSON.stringify(row).toLowerCase().includes(lower))).toBe(true);
 
     // One erase entry per erased profile, record null.
     for (const [language, id] of [
@@ -276,6 +296,26 @@ describe('when profiles with the email are written around the erasure', () => {
       ['before', 'erase'],
       [later.id, 'create'],
     ]);
+  });
+});
+
+describe('when the scrub of an erasure runs again (a job run twice, or after a crash)', () => {
+  it('should change nothing more and stay completed', async () => {
+    const shop = await openShop(env);
+    const email = `again.${Date.now()}@example.com`;
+    await put(shop, shop.lang, 'profiles', 'profile', { id: 'again', email, first_name: 'Ann' });
+    await put(shop, shop.lang, 'products', 'product', { id: 'p', name: 'Mug' });
+    await put(shop, shop.lang, 'reviews', 'review', { id: 'r', product_id: 'p', profile_id: 'again', name: 'Ann' });
+    const accepted = await erase(shop, { email });
+    const done = await completed(shop, accepted['id']);
+    const langKey = await langKeyOf(shop, shop.lang);
+    const scrubbed = await auditRows(langKey);
+    await env.db.query(sql.unsafe`UPDATE erasures SET status = 'running', finished_at = NULL WHERE id = ${accepted['id']}`);
+    expect(await scrubErasure(env.db, accepted['id'])).toBe(0);
+    expect(await auditRows(langKey)).toEqual(scrubbed);
+    const again = await shop.request('GET', `/api/v2/erasures/${accepted['id']}`);
+    expect(again.body.erasure).toMatchObject({ status: 'completed', profiles_erased: done['profiles_erased'] });
+    expect(scrubbed.filter((row) => row.kind === 'review').map((row) => row.changes)).toEqual([{ product_id: 'p', profile_id: 'again' }]);
   });
 });
 
