@@ -121,6 +121,19 @@ export async function scrubBulk(db: CommonQueryMethods, erased: ErasedLanguage):
   return lines.rowCount + errors.rowCount;
 }
 
+/**
+ * Ends every delivery job's hold on the account's pairs of the language
+ * (webhooks/delivery.repository.ts, leasePair): a job that read entries
+ * before their scrub can no longer store a delivery made of them, and the
+ * pair's next job reads them scrubbed. Waits for a delivery being stored now.
+ */
+export async function revokeDeliveryLeases(db: CommonQueryMethods, erased: ErasedLanguage): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE webhook_positions SET leased_until = NULL, lease_token = NULL
+    WHERE account_id = ${erased.account_id} AND lang_key = ${erased.lang_key} AND lease_token IS NOT NULL
+  `);
+}
+
 /** The account's stored webhook deliveries of the language: the entries of the erased records scrubbed as the audit log is. */
 export async function scrubDeliveries(db: CommonQueryMethods, erased: ErasedLanguage, dependents: readonly string[]): Promise<number> {
   const entry = (field: string) => sql.fragment`(e ->> ${field})`;

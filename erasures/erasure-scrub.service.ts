@@ -3,6 +3,7 @@ import {
   completeErasure,
   dependentsOf,
   erasedLanguages,
+  revokeDeliveryLeases,
   scrubAuditBatch,
   scrubBulk,
   scrubDeliveries,
@@ -15,9 +16,10 @@ const AUDIT_BATCH = 1_000;
 /**
  * Scrubs every stored copy of an erased person's data (interface §24) in
  * each language the erasure reached, then completes it. Idempotent: a run
- * after a crash does what is left. The audit log comes first, so a webhook
- * delivery built from entries read before that is caught by the delivery
- * scrub that follows it.
+ * after a crash does what is left. The audit log comes first; then, in one
+ * transaction, the delivery jobs of the language lose their hold and the
+ * stored deliveries are scrubbed: a delivery made of entries read before
+ * their scrub is either stored already (and scrubbed here) or refused.
  * @returns how many rows it changed.
  */
 export async function scrubErasure(db: Database, erasureId: string): Promise<number> {
@@ -30,7 +32,10 @@ export async function scrubErasure(db: Database, erasureId: string): Promise<num
       if (count < AUDIT_BATCH) break;
     }
     changed += await scrubBulk(db, erased);
-    changed += await scrubDeliveries(db, erased, dependents);
+    changed += await db.transaction(async (tx) => {
+      await revokeDeliveryLeases(tx, erased);
+      return scrubDeliveries(tx, erased, dependents);
+    });
     changed += await scrubSetAside(db, erased, dependents);
   }
   await completeErasure(db, erasureId);
