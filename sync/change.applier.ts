@@ -14,19 +14,11 @@ import {
 } from './applier.repository.js';
 import type { AuditEntry } from './audit.repository.js';
 import { changeUnits, sentReference, upsertSteps } from './change-plan.js';
-import {
-  ERASE_ACTION,
-  type ErasureTarget,
-  emailDigest,
-  eraseProfiles,
-  eraseUnsubscribe,
-  erasureTarget,
-  markLanguageErased,
-  profileOfId,
-  profilesOfEmail,
-} from './erasure.applier.js';
+import { ERASE_ACTION } from './erasure.applier.js';
+import { erasurePhases } from './erasure.phases.js';
 import { linkMany, linksPage, setLink, unlinkMany } from './links.repository.js';
 import type { ChangeProgress, OutboxEntry } from './outbox.repository.js';
+import { byOffset, type Cursor, draining, ONE, type Phase } from './phase.js';
 import { EMPTY_STUB, insertStubsMany, type StubContent, stubOutsideSerialView, targetKey } from './stubs.repository.js';
 
 type Tx = DatabaseTransactionConnection;
@@ -57,43 +49,8 @@ export function auditOf(
   };
 }
 
-/** Where a phase is: how far into its list, or past which key of the index it walks. */
-interface Cursor {
-  offset: number;
-  after?: string;
-}
-
-/**
- * One phase of a change's effects, resumable: it applies at most `limit`
- * units from `cursor` and says how many it applied, whether the phase is
- * complete and where it got to. Phases over a list (stubs, links, point-at
- * children) walk it by offset; phases over the links a writer already has
- * walk their index by key; phases that remove everything they see
- * (cascades, detached links and references) take the next `limit` left.
- */
-type Phase = (cursor: Cursor, limit: number) => Promise<{ count: number; complete: boolean; after?: string; stop?: boolean }>;
-
 /** What one transaction did of a change: all of it, or up to `progress` (the rest follows in later transactions). */
 export type ChangeOutcome = { done: true; used: number } | { done: false; used: number; progress: ChangeProgress };
-
-const ONE = { count: 1, complete: true };
-
-/** A phase over `ids`, a slice at a time. */
-const byOffset =
-  (ids: readonly string[], apply: (slice: readonly string[]) => Promise<void>): Phase =>
-  async ({ offset }, limit) => {
-    const slice = ids.slice(offset, offset + limit);
-    if (slice.length > 0) await apply(slice);
-    return { count: slice.length, complete: offset + slice.length >= ids.length };
-  };
-
-/** A phase that removes what is left, `limit` at a time; `take` returns how many it removed. */
-const draining =
-  (take: (limit: number) => Promise<number>): Phase =>
-  async (_cursor, limit) => {
-    const count = await take(limit);
-    return { count, complete: count < limit };
-  };
 
 /**
  * Applies one outbox entry's effects as if it ran alone at its sequence
@@ -167,7 +124,7 @@ export class EntryApplier {
         },
       ];
     }
-    if (action === ERASE_ACTION) return this.erasePhases();
+    if (action === ERASE_ACTION) return erasurePhases(this.tx, this.entry, (...entry) => this.audit(...entry));
     if (action === 'upsert') return this.upsertPhases(kind as StoredKind, id, payload);
     if (action === 'delete') return this.deletePhases(kind as StoredKind, id);
     return [
@@ -234,52 +191,6 @@ export class EntryApplier {
       });
     }
     return phases;
-  }
-
-  /**
-   * An erasure (interface §24, sync/erasure.applier.ts): the profiles that
-   * match at this point of the serial order are deleted, each with one `erase`
-   * entry; then the email's global unsubscribe goes.
-   */
-  private erasePhases(): Phase[] {
-    const { tx, entry } = this;
-    let target: ErasureTarget | null | undefined;
-    let email: string | null = null;
-    const erase = async (ids: readonly string[]) => {
-      await eraseProfiles(tx, entry, target!, email, ids);
-      for (const profile of ids) this.audit('profile', profile, ERASE_ACTION, entry.actor, {});
-    };
-    return [
-      async () => {
-        target = await erasureTarget(tx, entry);
-        if (!target) return { ...ONE, stop: true };
-        email = target.email;
-        const profile = await profileOfId(tx, entry, target);
-        if (profile) {
-          email = profile.email;
-          await erase([profile.id]);
-        }
-        return ONE;
-      },
-      // Erasing a slice takes its profiles out of the serial view, so each slice starts from the first left.
-      draining(async (limit) => {
-        target ??= await erasureTarget(tx, entry);
-        if (!target?.email || target.profileId !== null) return 0;
-        email = target.email;
-        const ids = await profilesOfEmail(tx, entry, target.email, limit);
-        await erase(ids);
-        return ids.length;
-      }),
-      async () => {
-        target ??= await erasureTarget(tx, entry);
-        if (!target) return ONE;
-        email ??= target.email;
-        if (email !== null && (await eraseUnsubscribe(tx, entry, email)))
-          this.audit('global_unsubscribe', await emailDigest(tx, email), 'delete', entry.actor, {});
-        await markLanguageErased(tx, entry, target);
-        return ONE;
-      },
-    ];
   }
 
   private deletePhases(kind: StoredKind, id: string): Phase[] {

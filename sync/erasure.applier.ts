@@ -67,6 +67,55 @@ export function profilesOfEmail(tx: Tx, entry: OutboxEntry, email: string, limit
 }
 
 /**
+ * The next `limit` profiles the API shows with the email whose own change
+ * was set aside before the erasure (sync/set-aside.service.ts): live in the
+ * API view, never in the serial view. The erasure takes them too.
+ */
+export function setAsideProfilesOfEmail(tx: Tx, entry: OutboxEntry, email: string, limit: number): Promise<readonly string[]> {
+  return tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM records
+    WHERE lang_key = ${entry.lang_key} AND kind = 'profile' AND live AND lower(data ->> 'email') = ${email}
+      AND NOT w_live AND write_seq < ${entry.seq}
+    ORDER BY id
+    LIMIT ${limit}
+  `);
+}
+
+/**
+ * Set-aside changes numbered before the erasure of the erased profiles, or of
+ * the email's global unsubscribe: discarded, as an operator's discard would
+ * (their entries name the unsubscribe by the email's digest; they leave out
+ * the failure's text, which may quote the row). Returns what was discarded,
+ * for the audit entries.
+ */
+export async function discardSetAsideOf(
+  tx: Tx,
+  entry: OutboxEntry,
+  kind: 'profile' | 'global_unsubscribe',
+  ids: readonly string[],
+): Promise<ReadonlyArray<{ record_id: string; changes: Record<string, unknown> }>> {
+  if (ids.length === 0) return [];
+  const rows = await tx.any(
+    sql.type(
+      z.object({
+        record_id: z.string(),
+        seq: z.number(),
+        action: z.string(),
+        request_id: z.string().nullable(),
+        accepted_at: z.string(),
+      }),
+    )`
+      DELETE FROM outbox
+      WHERE lang_key = ${entry.lang_key} AND kind = ${kind} AND record_id = ANY(${textArray(ids)})
+        AND failed_at IS NOT NULL AND seq < ${entry.seq}
+      RETURNING record_id, seq, action, request_id,
+        to_char(accepted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS accepted_at
+    `,
+  );
+  return rows.map(({ record_id, ...changes }) => ({ record_id, changes }));
+}
+
+/**
  * Deletes the profiles of `ids` as a delete numbered as the erasure would
  * (serially, and in the API view unless a later write re-created them),
  * clears the personal fields of the records naming them, and counts them.

@@ -299,6 +299,39 @@ describe('when profiles with the email are written around the erasure', () => {
   });
 });
 
+describe("when a profile's own change was set aside before the erasure", () => {
+  it('should erase the profile the API shows and discard its set-aside change', async () => {
+    const shop = await openShop(env);
+    const email = `poison.${Date.now()}@example.com`;
+    // The worker cannot apply this profile's change: it is set aside, while the API already shows the profile.
+    await env.db.query(
+      sql.unsafe`ALTER TABLE records ADD CONSTRAINT erasure_poison CHECK (w_ref IS NULL OR w_ref NOT LIKE 'poison.%') NOT VALID`,
+    );
+    try {
+      await put(shop, shop.lang, 'profiles', 'profile', { id: 'stuck', email });
+      const setAside = await pollUntil(
+        async () => (await env.request('GET', '/admin/api/set-aside?limit=1000', { headers: env.adminHeaders })).body.data as any[],
+        (rows) => rows.some((row) => row.record_id === 'stuck'),
+        { timeoutMs: 60_000, intervalMs: 200 },
+      );
+      expect(setAside.some((row) => row.record_id === 'stuck')).toBe(true);
+    } finally {
+      await env.db.query(sql.unsafe`ALTER TABLE records DROP CONSTRAINT erasure_poison`);
+    }
+    expect((await shop.get('/profiles/stuck')).status).toBe(200);
+
+    const accepted = await erase(shop, { email });
+    const done = await completed(shop, accepted['id']);
+    expect(done['profiles_erased']).toBe(1);
+    expect((await shop.get('/profiles/stuck')).status).toBe(404);
+    const left = await env.request('GET', '/admin/api/set-aside?limit=1000', { headers: env.adminHeaders });
+    expect(left.body.data.some((row: any) => row.record_id === 'stuck')).toBe(false);
+    const actions = (await feed(shop, shop.lang)).filter((entry) => entry.record_id === 'stuck').map((entry) => entry.action);
+    expect(actions).toEqual(['erase', 'discard']);
+    expect(await databaseMentions(email, [])).toEqual([]);
+  }, 120_000);
+});
+
 describe('when the scrub of an erasure runs again (a job run twice, or after a crash)', () => {
   it('should change nothing more and stay completed', async () => {
     const shop = await openShop(env);
