@@ -42,23 +42,33 @@ export async function erasureTarget(tx: Tx, entry: OutboxEntry): Promise<Erasure
 
 /**
  * The profile of a profile_id erasure, if it exists at this point of the
- * serial order, with its email (its tracked reference, lower-cased), which
- * the erasure records for what follows.
+ * serial order (or the API shows it and its own change was set aside), with
+ * its email (lower-cased), which the erasure records for what follows.
  */
 export async function profileOfId(tx: Tx, entry: OutboxEntry, target: ErasureTarget): Promise<{ id: string; email: string | null } | null> {
   if (target.profileId === null) return null;
-  const row = await lockRow(tx, { langKey: entry.lang_key, kind: 'profile', id: target.profileId });
-  if (!row?.w_live) return null;
-  if (row.w_ref !== null) {
+  const key = { langKey: entry.lang_key, kind: 'profile', id: target.profileId };
+  const row = await lockRow(tx, key);
+  if (!row) return null;
+  let email = row.w_ref;
+  if (!row.w_live) {
+    // Only a profile the API shows whose own change was set aside before the erasure (see setAsideProfilesOfEmail).
+    if (!row.live || row.write_seq >= entry.seq) return null;
+    email = await tx.oneFirst(sql.type(z.object({ email: z.string().nullable() }))`
+      SELECT lower(data ->> 'email') AS email FROM records
+      WHERE lang_key = ${key.langKey} AND kind = 'profile' AND id = ${key.id}
+    `);
+  }
+  if (email !== null) {
     await tx.query(sql.unsafe`
-      UPDATE erasure_languages SET email = ${row.w_ref} WHERE erasure_id = ${target.erasureId} AND lang_key = ${entry.lang_key}
+      UPDATE erasure_languages SET email = ${email} WHERE erasure_id = ${target.erasureId} AND lang_key = ${entry.lang_key}
     `);
     await tx.query(sql.unsafe`
-      UPDATE erasures SET email_sha256 = encode(sha256(convert_to(${row.w_ref}, 'UTF8')), 'hex')
+      UPDATE erasures SET email_sha256 = encode(sha256(convert_to(${email}::text, 'UTF8')), 'hex')
       WHERE id = ${target.erasureId} AND email_sha256 IS NULL
     `);
   }
-  return { id: target.profileId, email: row.w_ref };
+  return { id: target.profileId, email };
 }
 
 /** The next `limit` profiles that have the email at this point of the serial order (each slice erases the ones before). */

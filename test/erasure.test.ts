@@ -309,12 +309,13 @@ describe("when a profile's own change was set aside before the erasure", () => {
     );
     try {
       await put(shop, shop.lang, 'profiles', 'profile', { id: 'stuck', email });
+      await put(shop, shop.lang, 'profiles', 'profile', { id: 'stuck-2', email: email.replace('poison.', 'poison.two.') });
       const setAside = await pollUntil(
         async () => (await env.request('GET', '/admin/api/set-aside?limit=1000', { headers: env.adminHeaders })).body.data as any[],
-        (rows) => rows.some((row) => row.record_id === 'stuck'),
+        (rows) => rows.filter((row) => row.record_id.startsWith('stuck')).length === 2,
         { timeoutMs: 60_000, intervalMs: 200 },
       );
-      expect(setAside.some((row) => row.record_id === 'stuck')).toBe(true);
+      expect(setAside.filter((row) => row.record_id.startsWith('stuck'))).toHaveLength(2);
     } finally {
       await env.db.query(sql.unsafe`ALTER TABLE records DROP CONSTRAINT erasure_poison`);
     }
@@ -329,6 +330,11 @@ describe("when a profile's own change was set aside before the erasure", () => {
     const actions = (await feed(shop, shop.lang)).filter((entry) => entry.record_id === 'stuck').map((entry) => entry.action);
     expect(actions).toEqual(['erase', 'discard']);
     expect(await databaseMentions(email, [])).toEqual([]);
+
+    const byId = await completed(shop, (await erase(shop, { profile_id: 'stuck-2' }))['id']);
+    expect(byId).toMatchObject({ profiles_erased: 1, email_sha256: sha256(email.replace('poison.', 'poison.two.')) });
+    expect((await shop.get('/profiles/stuck-2')).status).toBe(404);
+    expect(await databaseMentions(email.replace('poison.', 'poison.two.'), [])).toEqual([]);
   }, 120_000);
 });
 
