@@ -612,3 +612,16 @@ export const TRACKED_FIELD: Partial<Record<StoredKind, string>> = {
 
 /** The serial form of a tracked reference: emails compare case-insensitively. */
 export const trackedValue = (kind: StoredKind, value: string): string => (kind === 'profile' ? value.toLowerCase() : value);
+
+/**
+ * What an erasure (interface §24) clears in the records that name an erased
+ * profile and stay (a shop's accounting): these fields, and any field whose
+ * value holds the erased email.
+ */
+export const PERSONAL_FIELDS = {
+  order: [],
+  shopping_cart: ['recovery_url', 'recovery_token'],
+  review: ['name'],
+  purchase_event: ['visitor_token'],
+} as const satisfies Partial<Record<StoredKind, readonly string[]>>;
+export type ProfileDependent = keyof typeof PERSONAL_FIELDS;

@@ -3,7 +3,7 @@ import { type ConnectionOptions, type JobsOptions, Queue } from 'bullmq';
 /** Every queue the service uses, and the job names each one carries. */
 export const QUEUES = {
   effects: { name: 'effects', jobs: ['apply-outbox'] },
-  maintenance: { name: 'maintenance', jobs: ['purge-language', 'purge-expired-tokens', 'apply-retention'] },
+  maintenance: { name: 'maintenance', jobs: ['purge-language', 'purge-expired-tokens', 'apply-retention', 'scrub-erasure'] },
   // One bulk file at a time per worker process, a slice at a time, so one shop's catalogue cannot starve another's.
   bulk: { name: 'bulk', jobs: ['process-bulk'], concurrency: 1 },
   // Deliveries wait on receivers, not on this process: many at once (WEBHOOK_CONCURRENCY), so a slow one holds up no other.
@@ -19,6 +19,7 @@ export interface JobData {
   'purge-language': { langKey: number; requestId?: string };
   'purge-expired-tokens': { requestId?: string };
   'apply-retention': { requestId?: string };
+  'scrub-erasure': { erasureId: string; requestId?: string };
   'process-bulk': { bulkJobId: string; requestId?: string };
   'deliver-webhook': { accountId: number; webhookId: string; langKey: number; requestId?: string };
 }

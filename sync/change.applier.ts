@@ -14,8 +14,11 @@ import {
 } from './applier.repository.js';
 import type { AuditEntry } from './audit.repository.js';
 import { changeUnits, sentReference, upsertSteps } from './change-plan.js';
+import { ERASE_ACTION } from './erasure.applier.js';
+import { erasurePhases } from './erasure.phases.js';
 import { linkMany, linksPage, setLink, unlinkMany } from './links.repository.js';
 import type { ChangeProgress, OutboxEntry } from './outbox.repository.js';
+import { byOffset, type Cursor, draining, ONE, type Phase } from './phase.js';
 import { EMPTY_STUB, insertStubsMany, type StubContent, stubOutsideSerialView, targetKey } from './stubs.repository.js';
 
 type Tx = DatabaseTransactionConnection;
@@ -46,43 +49,8 @@ export function auditOf(
   };
 }
 
-/** Where a phase is: how far into its list, or past which key of the index it walks. */
-interface Cursor {
-  offset: number;
-  after?: string;
-}
-
-/**
- * One phase of a change's effects, resumable: it applies at most `limit`
- * units from `cursor` and says how many it applied, whether the phase is
- * complete and where it got to. Phases over a list (stubs, links, point-at
- * children) walk it by offset; phases over the links a writer already has
- * walk their index by key; phases that remove everything they see
- * (cascades, detached links and references) take the next `limit` left.
- */
-type Phase = (cursor: Cursor, limit: number) => Promise<{ count: number; complete: boolean; after?: string; stop?: boolean }>;
-
 /** What one transaction did of a change: all of it, or up to `progress` (the rest follows in later transactions). */
 export type ChangeOutcome = { done: true; used: number } | { done: false; used: number; progress: ChangeProgress };
-
-const ONE = { count: 1, complete: true };
-
-/** A phase over `ids`, a slice at a time. */
-const byOffset =
-  (ids: readonly string[], apply: (slice: readonly string[]) => Promise<void>): Phase =>
-  async ({ offset }, limit) => {
-    const slice = ids.slice(offset, offset + limit);
-    if (slice.length > 0) await apply(slice);
-    return { count: slice.length, complete: offset + slice.length >= ids.length };
-  };
-
-/** A phase that removes what is left, `limit` at a time; `take` returns how many it removed. */
-const draining =
-  (take: (limit: number) => Promise<number>): Phase =>
-  async (_cursor, limit) => {
-    const count = await take(limit);
-    return { count, complete: count < limit };
-  };
 
 /**
  * Applies one outbox entry's effects as if it ran alone at its sequence
@@ -156,6 +124,7 @@ export class EntryApplier {
         },
       ];
     }
+    if (action === ERASE_ACTION) return erasurePhases(this.tx, this.entry, (...entry) => this.audit(...entry));
     if (action === 'upsert') return this.upsertPhases(kind as StoredKind, id, payload);
     if (action === 'delete') return this.deletePhases(kind as StoredKind, id);
     return [

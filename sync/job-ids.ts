@@ -28,6 +28,9 @@ export const RETENTION_EVERY_MS = 15 * 60_000;
 /** A bulk file gets its next slice queued at most once per this many milliseconds. */
 export const BULK_SLICE_WINDOW_MS = 250;
 
+/** An unfinished erasure's scrub is queued again at most once per this many milliseconds. */
+export const SCRUB_ERASURE_WINDOW_MS = 2_000;
+
 const windowOf = (now: number, ms: number) => Math.floor(now / ms);
 
 export const jobIds = {
@@ -53,6 +56,8 @@ export const jobIds = {
   bulkSlice: (bulkJobId: string, now = Date.now()) => `bulk-${bulkJobId}-${windowOf(now, BULK_SLICE_WINDOW_MS)}`,
   /** The repeatable retention job's scheduler: one for every worker process. */
   retention: 'apply-retention',
+  /** The scrub of an erasure, queued by the sweeper at most once per window while it is not completed. */
+  scrubErasure: (erasureId: string, now = Date.now()) => `scrub-erasure-${erasureId}-${windowOf(now, SCRUB_ERASURE_WINDOW_MS)}`,
   /** One purge per deleted language. */
   purgeLanguage: (langKey: number) => `purge-language-${langKey}`,
   /** deliver-webhook from the webhook waker's sweep (webhooks/webhook.waker.ts): one per pair and window. */

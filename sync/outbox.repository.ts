@@ -26,7 +26,7 @@ export const outboxEntry = z.object({
   account_id: z.number(),
   language_id: z.string(),
   kind: z.string(),
-  action: z.enum(['upsert', 'delete', 'assign', 'unassign']),
+  action: z.enum(['upsert', 'delete', 'assign', 'unassign', 'erase']),
   record_id: z.string(),
   payload: z.record(z.unknown()),
   actor: z.string(),

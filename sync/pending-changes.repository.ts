@@ -26,7 +26,7 @@ export async function pendingChangeKinds(
   requestId: string,
 ): Promise<ReadonlyArray<{ kind: string; action: OutboxAction; named: readonly string[] }>> {
   return db.any(sql.type(
-    z.object({ kind: z.string(), action: z.enum(['upsert', 'delete', 'assign', 'unassign']), named: z.array(z.string()) }),
+    z.object({ kind: z.string(), action: z.enum(['upsert', 'delete', 'assign', 'unassign', 'erase']), named: z.array(z.string()) }),
   )`
     SELECT DISTINCT o.kind, o.action, ARRAY(
       SELECT e.key FROM jsonb_each(o.payload) e

@@ -11,7 +11,7 @@ import type { StoredKind } from '../catalogue/record-kinds.js';
  */
 
 /** What an outbox entry asks the applier to do. `assign`/`unassign` are v2 link writers (category assignment, related product). */
-export type OutboxAction = 'upsert' | 'delete' | 'assign' | 'unassign';
+export type OutboxAction = 'upsert' | 'delete' | 'assign' | 'unassign' | 'erase';
 
 /** Who made a change and where: stored on its outbox row and, from there, on its audit entries. */
 export interface ChangeOrigin {

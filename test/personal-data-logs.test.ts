@@ -120,4 +120,3 @@ describe('when the queues are read', () => {
     }
   });
 });
-

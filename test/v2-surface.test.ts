@@ -162,6 +162,8 @@ describe('when every v2 operation of the API description is called (interface §
     // The account's webhooks and their deliveries are not in a language: their paths name ids of their own.
     webhooks: 'W',
     deliveries: '1',
+    // An erasure is named by the id the service gave it; none of the account's own is needed to check the paths.
+    erasures: '00000000-0000-4000-8000-000000000000',
   };
 
   const pathOf = (template: string, language: string) => {
@@ -192,6 +194,7 @@ describe('when every v2 operation of the API description is called (interface §
     v2SavePurchaseEvent: { purchase_event: { order_id: 'O', profile_id: 'U', visitor_token: 'changed' } },
     v2PutOrderLine: { quantity: 9 },
     v2SaveWebhook: { webhook: { id: 'W', url: 'https://hooks.example.com/commerce' } },
+    v2CreateErasure: { erasure: { email: 'nobody@example.test' } },
   };
 
   const call = (operation: Operation, token: string | null, language = owner.lang) =>

@@ -1,5 +1,6 @@
 import type { Queue } from 'bullmq';
 import { bulkJobsInTurn, discardAbandonedUploads } from '../bulk/bulk.repository.js';
+import { erasuresToScrub } from '../erasures/erasure-scrub.repository.js';
 import type { Database } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import type { QueueKey } from '../platform/queue.js';
@@ -14,7 +15,7 @@ export const SWEEP_INTERVAL_MS = 250;
 export const RECOVER_INTERVAL_MS = 2_000;
 
 /** Jobs that only wake a worker up for work that Postgres holds: re-running one is always safe. */
-const WAKE_UPS: ReadonlySet<string> = new Set(['apply-outbox', 'process-bulk', 'purge-language']);
+const WAKE_UPS: ReadonlySet<string> = new Set(['apply-outbox', 'process-bulk', 'purge-language', 'scrub-erasure']);
 
 /** Failed jobs looked at per queue and pass. */
 const RECOVER_PAGE = 200;
@@ -80,6 +81,10 @@ export class Sweeper {
       }
       for (const langKey of await listLanguagesPendingPurge(this.db, 100)) {
         await this.queues.maintenance.add('purge-language', { langKey }, { jobId: jobIds.purgeLanguage(langKey) });
+      }
+      // Erasures applied in every language they reach: their scrub (idempotent, so a job queued twice costs nothing).
+      for (const erasureId of await erasuresToScrub(this.db, 100)) {
+        await this.queues.maintenance.add('scrub-erasure', { erasureId }, { jobId: jobIds.scrubErasure(erasureId) });
       }
       // Postgres and Redis answered just now: what failed for want of them can run again.
       if (Date.now() - this.lastRecovery >= RECOVER_INTERVAL_MS) {

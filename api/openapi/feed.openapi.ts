@@ -41,7 +41,9 @@ const entry = feedEntrySchema
     id: z.string().openapi({ description: 'Identifies the entry forever: a consumer dedupes by it' }),
     cursor: z.string().openapi({ description: 'Where the feed resumes right after this entry' }),
     kind: z.string().openapi({ description: 'The body key', example: 'product' }),
-    action: z.string().openapi({ description: '`create`, `update`, `delete`, `link`, `unlink`, `stub`, ...' }),
+    action: z
+      .string()
+      .openapi({ description: '`create`, `update`, `delete`, `link`, `unlink`, `stub`, `erase` (an erasure deleted the profile), ...' }),
     actor: z.string().openapi({ description: 'The client id, or `system` for stubs, links and cascades' }),
     bulk_job_id: z.string().nullable().openapi({ description: 'The bulk job whose line made the change' }),
     occurred_at: z.string().openapi({ format: 'date-time', description: 'When the change was accepted' }),

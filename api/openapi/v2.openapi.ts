@@ -20,6 +20,7 @@ import {
 } from '../../catalogue/record-kinds.js';
 import { registerBulkPaths } from './bulk.openapi.js';
 import { type ErrorResponseName, json, NO_CONTENT, operationsOf, pathParams, SECURITY, WRITE_ERRORS, withArticle } from './components.js';
+import { registerErasurePaths } from './erasures.openapi.js';
 import { registerFeedPaths } from './feed.openapi.js';
 import { nullable, responseView } from './v1.openapi.js';
 import { registerWebhookPaths } from './webhooks.openapi.js';
@@ -125,7 +126,16 @@ const globalUnsubscribeSchema = z
   .openapi('GlobalUnsubscribe');
 
 const purchaseEventSchema = z
-  .object({ order_id: z.string(), profile_id: z.string(), visitor_token: z.string(), created_at: dateTime(), updated_at: dateTime() })
+  .object({
+    order_id: z.string(),
+    profile_id: z.string(),
+    visitor_token: z
+      .string()
+      .nullable()
+      .openapi({ description: "Required on every write; null once an erasure cleared it (the profile's personal data)" }),
+    created_at: dateTime(),
+    updated_at: dateTime(),
+  })
   .openapi('PurchaseEvent');
 
 const RECORD_SCHEMAS: Record<StoredKind, ZodTypeAny> = {
@@ -328,6 +338,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
   registerBulkPaths(registry, 'v2');
   registerFeedPaths(registry);
   registerWebhookPaths(registry);
+  registerErasurePaths(registry);
 
   for (const kind of RECORD_KINDS) {
     const { segment, resource } = KINDS[kind];

@@ -29,6 +29,7 @@ import { requestLimitMiddleware } from '../middleware/request-limit.middleware.j
 import { registerV2Paths } from '../openapi/v2.openapi.js';
 import { registerOpenApi } from '../openapi.js';
 import { addBulkRoutes } from './bulk.router.js';
+import { addErasureRoutes } from './erasures.router.js';
 import { addFeedRoutes } from './feed.router.js';
 import { addWebhookRoutes } from './webhooks.router.js';
 
@@ -137,6 +138,7 @@ export function v2Router({
   addBulkRoutes(router, { db, copyPool, notifier, uploads }, 'v2');
   addFeedRoutes(router, { db, waiter });
   addWebhookRoutes(router, { db, allowPrivate: webhookAllowPrivate, body });
+  addErasureRoutes(router, { writing, body });
 
   for (const kind of STORED_KINDS) {
     const { segment } = KINDS[kind];

@@ -72,8 +72,8 @@ export const auditEntrySchema = auditEntryRow
     at: z.string().openapi({ format: 'date-time', description: 'When the causing request was accepted' }),
     account: accountName,
     kind: z.enum(AUDIT_KINDS),
-    action: z.enum(['create', 'update', 'delete', 'stub', 'link', 'unlink', 'cascade_delete', 'discard']).openapi({
-      description: '`discard`: an operator gave up a set-aside change (`changes` describes it)',
+    action: z.enum(['create', 'update', 'delete', 'stub', 'link', 'unlink', 'cascade_delete', 'discard', 'erase']).openapi({
+      description: '`discard`: an operator gave up a set-aside change (`changes` describes it); `erase`: an erasure deleted the profile',
     }),
     actor: z.string().openapi({ description: 'The client id, `system` for changes the worker made, or `admin:<user>` for an operator' }),
     request_id: z.string().nullable().openapi({ description: 'X-Request-Id of the request that caused the change' }),
@@ -128,8 +128,10 @@ export const setAsideChangeSchema = z
     seq: z.number().int().openapi({ description: "The change's place in the write order; names it in retry and discard" }),
     account: accountName,
     language_id: z.string(),
-    kind: z.enum(AUDIT_KINDS),
-    action: z.enum(['upsert', 'delete', 'assign', 'unassign']).openapi({ description: 'What the change asked the worker to apply' }),
+    kind: z.enum([...AUDIT_KINDS, 'erasure']).openapi({ description: 'The body key written, or `erasure` for an erasure (interface §24)' }),
+    action: z
+      .enum(['upsert', 'delete', 'assign', 'unassign', 'erase'])
+      .openapi({ description: 'What the change asked the worker to apply' }),
     record_id: z.string(),
     actor: z.string().openapi({ description: 'The client id that made the change' }),
     request_id: z.string().nullable().openapi({ description: 'X-Request-Id of the request that made the change' }),

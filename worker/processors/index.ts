@@ -6,6 +6,7 @@ import { processBulkProcessor } from './process-bulk.processor.js';
 import type { ProcessorRegistry } from './processor.js';
 import { purgeExpiredTokensProcessor } from './purge-expired-tokens.processor.js';
 import { purgeLanguageProcessor } from './purge-language.processor.js';
+import { scrubErasureProcessor } from './scrub-erasure.processor.js';
 
 export const processors: ProcessorRegistry = {
   'apply-outbox': applyOutboxProcessor,
@@ -14,6 +15,7 @@ export const processors: ProcessorRegistry = {
   'process-bulk': processBulkProcessor,
   'deliver-webhook': deliverWebhookProcessor,
   'apply-retention': applyRetentionProcessor,
+  'scrub-erasure': scrubErasureProcessor,
 };
 
 /**
