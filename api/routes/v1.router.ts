@@ -12,9 +12,10 @@ import type { Database } from '../../platform/db.js';
 import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
 import type { LiveLanguages } from '../../records/live-languages.js';
 import { lookupProfile, removeRecord, saveRecord } from '../../records/record.service.js';
+import type { WriteContext } from '../../records/write-context.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 import type { PreparedWriter } from '../../sync/prepared-write.js';
-import { type AppContext, type AppState, principalOf } from '../context.js';
+import { type AppContext, type AppState, principalOf, writeContextOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
 import { refuseLongPathIds } from '../middleware/path-ids.middleware.js';
@@ -46,18 +47,8 @@ export function v1Router({ db, copyPool, verifier, notifier, writer, languages, 
   const router = new Router<AppState>({ prefix: '/api/v1' });
   router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
   const body = bodyMiddleware({ timeoutMs: bodyTimeoutMs });
-  const context = (ctx: AppContext) => {
-    const principal = principalOf(ctx);
-    return {
-      db,
-      languages,
-      writer,
-      notifier,
-      accountId: principal.accountId,
-      clientId: principal.clientId,
-      requestId: ctx.state.requestId,
-    };
-  };
+  const writeServices = { db, languages, writer, notifier };
+  const context = (ctx: AppContext): WriteContext => writeContextOf(writeServices, ctx);
 
   router.post(['/languages', '/languages/'], body, async (ctx: AppContext) => {
     const input = parseEnvelope('language', ctx.request.body, languageWriteSchema);

@@ -21,7 +21,7 @@ import { deleteLine, putLine } from '../../records/order-lines.service.js';
 import { changeLink, removeRecord, storeRecord, type WriteContext } from '../../records/record.service.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 import type { PreparedWriter } from '../../sync/prepared-write.js';
-import { type AppContext, type AppState, principalOf } from '../context.js';
+import { type AppContext, type AppState, principalOf, writeContextOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
 import { refuseLongPathIds } from '../middleware/path-ids.middleware.js';
@@ -87,18 +87,8 @@ export function v2Router({
   const router = new Router<AppState>({ prefix: '/api/v2' });
   router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
   const body = bodyMiddleware({ timeoutMs: bodyTimeoutMs });
-  const writing = (ctx: AppContext): WriteContext => {
-    const principal = principalOf(ctx);
-    return {
-      db,
-      languages,
-      writer,
-      notifier,
-      accountId: principal.accountId,
-      clientId: principal.clientId,
-      requestId: ctx.state.requestId,
-    };
-  };
+  const writeServices = { db, languages, writer, notifier };
+  const writing = (ctx: AppContext): WriteContext => writeContextOf(writeServices, ctx);
   const reading = (ctx: AppContext): ReadContext => ({ db, reader, caches, languages, accountId: principalOf(ctx).accountId });
   const param = (ctx: AppContext, name: string) => ctx.params[name]!;
   const query = (ctx: AppContext) => ({ ...ctx.query }) as Record<string, unknown>;
