@@ -46,6 +46,9 @@ describe('when Postgres breaks a deadlock by rolling a single write back', () =>
     const blocker = new pg.Client({ connectionString: env.config.DATABASE_URL });
     await blocker.connect();
     try {
+      // The blocker looks for the cycle much later than the write does (1 s), so on a busy machine too it is the
+      // write's backend that finds it and is rolled back, not this one.
+      await blocker.query("SET deadlock_timeout = '10s'");
       await blocker.query('BEGIN');
       await blocker.query(`SELECT 1 FROM records WHERE lang_key = $1 AND kind = 'product' AND id = 'P1' FOR UPDATE`, [langKey]);
       const pending = write('second');
