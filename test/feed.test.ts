@@ -66,6 +66,23 @@ const withoutPositions = (entries: Entry[]) =>
     request_id,
   }));
 
+/**
+ * A connection whose statements' plans, nested ones too (the page function's), are collected as auto_explain
+ * reports them; with `buffers`, run and with the pages each touched.
+ */
+async function explainingClient({ buffers }: { buffers: boolean }): Promise<{ client: pg.Client; plans: string[] }> {
+  const client = new pg.Client({ connectionString: env.config.DATABASE_URL });
+  const plans: string[] = [];
+  client.on('notice', (notice) => plans.push(notice.message ?? ''));
+  await client.connect();
+  await client.query(`LOAD 'auto_explain'`);
+  const measured = buffers ? ' SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on;' : '';
+  await client.query(
+    `SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;${measured} SET client_min_messages = log`,
+  );
+  return { client, plans };
+}
+
 async function accountIdOf(shop: Shop): Promise<number> {
   return Number(await env.db.oneFirst(sql.unsafe`SELECT id FROM accounts WHERE name = ${shop.account}`));
 }
@@ -234,15 +251,8 @@ describe('when a language was filled after the audit log was last analysed', () 
     const shop = await openShop(env);
     await fill(shop, 10_000);
     // The plan Postgres chose inside the page function, and the pages it touched, as auto_explain reports them.
-    const client = new pg.Client({ connectionString: env.config.DATABASE_URL });
-    const plans: string[] = [];
-    client.on('notice', (notice) => plans.push(notice.message ?? ''));
-    await client.connect();
+    const { client, plans } = await explainingClient({ buffers: true });
     try {
-      await client.query(`LOAD 'auto_explain'`);
-      await client.query(
-        'SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on; SET client_min_messages = log',
-      );
       const langKey = await langKeyOf(env, shop.lang, shop.account);
       const { rows } = await client.query<{ seq: string }>('SELECT seq FROM audit_log WHERE lang_key = $1 ORDER BY seq', [langKey]);
       expect(rows.length).toBeGreaterThan(9_000);
@@ -292,15 +302,8 @@ describe('when the history spans several blocks of the audit log', () => {
     const blockOf = (id: string) => Math.floor(Number(entries.find((entry) => entry.record_id === id)!.id) / 2 ** 36);
     expect([blockOf('a0'), blockOf('b0'), blockOf('c0')]).toEqual(opened);
 
-    const client = new pg.Client({ connectionString: env.config.DATABASE_URL });
-    const plans: string[] = [];
-    client.on('notice', (notice) => plans.push(notice.message ?? ''));
-    await client.connect();
+    const { client, plans } = await explainingClient({ buffers: false });
     try {
-      await client.query(`LOAD 'auto_explain'`);
-      await client.query(
-        'SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET client_min_messages = log',
-      );
       const langKey = await langKeyOf(env, shop.lang, shop.account);
       const cases: Array<[string, number, number[]]> = [
         ['a5', 10, [opened[0]!]],
