@@ -60,6 +60,35 @@ async function readSqlFiles(directory: string, nameOf: (file: string) => string)
   );
 }
 
+/**
+ * `-- include: parts/NAME.sql` on a line of its own in a repeatable file: the
+ * line is replaced by that file (relative to the including file's folder), so
+ * a piece of SQL that two functions must share exactly is written once and
+ * still costs nothing when called (a function call or array would). The
+ * checksum is the expanded text's, so a change to a part re-applies every
+ * file that includes it. Numbered migrations never include: they must not change.
+ */
+const INCLUDE = /^[ \t]*--\s*include:\s*(\S+\.sql)\s*$/gm;
+
+async function expandIncludes(directory: string, text: string): Promise<string> {
+  const parts = new Map<string, string>();
+  for (const [, part] of text.matchAll(INCLUDE)) {
+    if (!parts.has(part!)) parts.set(part!, (await readFile(path.join(directory, part!), 'utf8')).trimEnd());
+  }
+  return text.replace(INCLUDE, (_line, part: string) => parts.get(part)!);
+}
+
+/** The repeatable files of a directory, includes expanded, named relative to the project root. */
+async function readRepeatables(directory: string): Promise<SqlFile[]> {
+  const files = await readSqlFiles(directory, (file) => path.relative(ROOT, path.join(directory, file)));
+  return Promise.all(
+    files.map(async (file) => {
+      const text = await expandIncludes(directory, file.text);
+      return { name: file.name, text, checksum: checksumOf(text) };
+    }),
+  );
+}
+
 /** The numbered migrations of a directory, refusing names that would make their order ambiguous. */
 async function readNumbered(directory: string): Promise<SqlFile[]> {
   const files = await readSqlFiles(directory, (file) => file);
@@ -138,9 +167,7 @@ export async function pendingMigrations(databaseUrl: string, options: MigrationO
       .filter((file) => !done.has(file.name))
       .map((file) => file.name);
     const directories = options.repeatableDirs ?? (options.directory ? [] : REPEATABLE_DIRS);
-    const repeatables = (
-      await Promise.all(directories.map((directory) => readSqlFiles(directory, (file) => path.relative(ROOT, path.join(directory, file)))))
-    )
+    const repeatables = (await Promise.all(directories.map(readRepeatables)))
       .flat()
       .filter((file) => doneRepeatables.get(file.name) !== file.checksum)
       .map((file) => file.name);
@@ -198,9 +225,7 @@ async function applyNumbered(client: pg.Client, files: SqlFile[]): Promise<strin
 }
 
 async function applyRepeatables(client: pg.Client, directories: string[]): Promise<string[]> {
-  const files = (
-    await Promise.all(directories.map((directory) => readSqlFiles(directory, (file) => path.relative(ROOT, path.join(directory, file)))))
-  ).flat();
+  const files = (await Promise.all(directories.map(readRepeatables))).flat();
   const done = await recorded(client, 'schema_repeatables');
   const changed = files.filter((file) => done.get(file.name) !== file.checksum);
   if (changed.length === 0) return [];

@@ -250,6 +250,36 @@ describe('when a repeatable function file is edited on a migrated database', () 
   });
 });
 
+describe('when a part that two repeatable files include is edited', () => {
+  it('should apply both including files again, with the part in their bodies, and nothing else', async () => {
+    const { url } = freshDatabase();
+    const directory = await mkdtemp(path.join(os.tmpdir(), 'cs-repeatables-'));
+    temporaryDirectories.push(directory);
+    const sync = path.join(directory, 'sync');
+    await cp(REPEATABLE_DIRS[0]!, sync, { recursive: true });
+    const repeatableDirs = [sync, ...REPEATABLE_DIRS.slice(1)];
+    await migrate(url, { repeatableDirs });
+    const bodies = async () =>
+      query<{ name: string; body: string }>(
+        url,
+        `SELECT proname AS name, prosrc AS body FROM pg_proc WHERE proname IN ('write_record', 'write_records') ORDER BY 1`,
+      );
+    for (const { body } of await bodies()) {
+      expect(body).toContain('ON CONFLICT (lang_key, kind, id) DO UPDATE SET');
+      expect(body).not.toContain('include:');
+    }
+
+    const part = path.join(sync, 'parts', 'record_merge.sql');
+    await writeFile(part, (await readFile(part, 'utf8')).replace('live = true,', 'live = true, -- edited'));
+    const result = await migrate(url, { repeatableDirs });
+    expect(result.repeatables.map((name) => path.basename(name)).sort()).toEqual(['write_record.sql', 'write_records.sql']);
+    const edited = await bodies();
+    expect(edited.map((row) => row.name)).toEqual(['write_record', 'write_records']);
+    for (const { body } of edited) expect(body).toContain('-- edited');
+    expect((await migrate(url, { repeatableDirs })).repeatables).toEqual([]);
+  });
+});
+
 describe('when two numbered migrations share a number', () => {
   it('should refuse to run and name both files', async () => {
     const { url } = freshDatabase();

@@ -29,6 +29,7 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   attempt integer := 0;
+  created_given boolean := p_created_at IS NOT NULL;
 BEGIN
   PERFORM sync_lock_language_shared(p_lang_key);
   LOOP
@@ -45,18 +46,7 @@ BEGIN
           true, s.seq, s.seq, coalesce(p_created_at, s.now), coalesce(p_updated_at, s.now)
         FROM s
         WHERE EXISTS (SELECT 1 FROM languages l WHERE l.lang_key = p_lang_key AND l.deleted_at IS NULL)
-        ON CONFLICT (lang_key, kind, id) DO UPDATE SET
-          data = CASE WHEN r.live THEN r.data || excluded.data ELSE excluded.data END,
-          stamps = CASE WHEN r.live THEN r.stamps || excluded.stamps ELSE excluded.stamps END,
-          live = true,
-          created_seq = CASE WHEN r.live THEN r.created_seq ELSE excluded.created_seq END,
-          write_seq = excluded.write_seq,
-          created_at = CASE
-            WHEN p_created_at IS NOT NULL OR NOT r.live THEN excluded.created_at
-            ELSE r.created_at
-          END,
-          updated_at = excluded.updated_at
-        WHERE r.write_seq < excluded.write_seq
+        -- include: parts/record_merge.sql
         RETURNING r.id, r.data, r.created_at, r.updated_at, r.write_seq AS seq
       ),
       o AS (

@@ -1,8 +1,7 @@
--- write_record for a run of bulk lines (distinct records, in line order). Its
--- upsert must stay the same as write_record's. It is written out twice on
--- purpose: sharing it through arrays (write_record calling this with one
--- element) made every single write about 30% more expensive in Postgres
--- (pgbench, 20 clients: 4,500 against 3,100 tps).
+-- write_record for a run of bulk lines (distinct records, in line order). The
+-- merge of each write is write_record's, included from parts/record_merge.sql
+-- when the file is applied: write_record calling this with one-element arrays
+-- would make every single write markedly dearer in Postgres.
 --
 -- The numbers are taken in line order, so the run is applied as if its lines
 -- were sent one by one. When a concurrent single write of one of the records got a
@@ -56,6 +55,7 @@ DECLARE
   looked boolean := false;
   preset boolean;
   created bigint[];
+  created_given boolean := p_created_given;
 BEGIN
   PERFORM sync_lock_language_shared(p_lang_key);
   IF NOT EXISTS (SELECT 1 FROM languages l WHERE l.lang_key = p_lang_key AND l.deleted_at IS NULL) THEN
@@ -81,18 +81,7 @@ BEGIN
       preset, CASE WHEN preset THEN i.ref END
     FROM input i
     ORDER BY i.kind, i.id
-    ON CONFLICT (lang_key, kind, id) DO UPDATE SET
-      data = CASE WHEN r.live THEN r.data || excluded.data ELSE excluded.data END,
-      stamps = CASE WHEN r.live THEN r.stamps || excluded.stamps ELSE excluded.stamps END,
-      live = true,
-      created_seq = CASE WHEN r.live THEN r.created_seq ELSE excluded.created_seq END,
-      write_seq = excluded.write_seq,
-      created_at = CASE
-        WHEN p_created_given OR NOT r.live THEN excluded.created_at
-        ELSE r.created_at
-      END,
-      updated_at = excluded.updated_at
-    WHERE r.write_seq < excluded.write_seq
+        -- include: parts/record_merge.sql
     RETURNING r.kind, r.id, r.write_seq AS seq, r.xmax = 0 AS created
   ),
   o AS (
