@@ -1,4 +1,5 @@
 import type { DatabaseTransactionConnection } from 'slonik';
+import { deleteEffectsOf } from '../catalogue/delete-effects.js';
 import { KINDS, LINK_WRITERS, type StoredKind, TRACKED_FIELD } from '../catalogue/record-kinds.js';
 import {
   cascadeDeleteMany,
@@ -229,26 +230,16 @@ export class EntryApplier {
         }
         return ids.length;
       });
-    switch (kind) {
-      case 'product':
+    for (const effect of deleteEffectsOf(kind)) {
+      if (effect.type === 'children') {
+        phases.push(children(effect.kind, effect.effect === 'cascade' ? 'cascade' : { setNull: effect.field }));
+      } else if (effect.audited === 'deleted') {
+        phases.push(detach(effect.rel, effect.side, (other) => this.audit(kind, id, 'unlink', SYSTEM, { [effect.field]: other })));
+      } else {
         phases.push(
-          children('variant', 'cascade'),
-          detach('product_category', 'a', (category) => this.audit('product', id, 'unlink', SYSTEM, { category_ids: category })),
-          detach('relevant', 'a', (related) => this.audit('product', id, 'unlink', SYSTEM, { relevant_product_ids: related })),
-          detach('relevant', 'b', (owner) => this.audit('product', owner, 'unlink', SYSTEM, { relevant_product_ids: id })),
+          detach(effect.rel, effect.side, (owner) => this.audit(effect.auditKind, owner, 'unlink', SYSTEM, { [effect.field]: id })),
         );
-        break;
-      case 'category':
-        phases.push(
-          detach('product_category', 'b', (product) => this.audit('category', id, 'unlink', SYSTEM, { product_ids: product })),
-          children('category', { setNull: 'parent_category_id' }),
-        );
-        break;
-      case 'brand':
-        phases.push(children('product', { setNull: 'brand_id' }));
-        break;
-      default:
-        break;
+      }
     }
     return phases;
   }
