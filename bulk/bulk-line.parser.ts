@@ -11,8 +11,8 @@ import {
   type RecordKind,
   STORED_KINDS,
   type StoredKind,
-  v2IdSchema,
 } from '../catalogue/record-kinds.js';
+import { v2IdSchema } from '../catalogue/record-schemas.js';
 import { parseOrThrow } from '../catalogue/validation.js';
 import { BadRequestError, ValidationError } from '../platform/errors.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../platform/json-nesting.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { kindsCascadedFrom, kindsStubbedBy, recordsStubbedBy } from './liveness.js';
+import { TRACKED_FIELD } from './record-kinds.js';
 
 describe('when the kinds a write may stub are read off KINDS', () => {
   it.each([
@@ -65,5 +66,17 @@ describe('when the records a write stubs are read off its payload', () => {
         .map((record) => `${record.kind}/${record.id}`)
         .sort(),
     ).toEqual([...stubbed].sort());
+  });
+});
+
+describe('when the references the worker tracks serially are read off KINDS', () => {
+  it('should track the one reference a parent changes or moves, and the email a global unsubscribe finds profiles by', () => {
+    expect(TRACKED_FIELD).toEqual({
+      product: 'brand_id',
+      category: 'parent_category_id',
+      variant: 'product_id',
+      review: 'product_id',
+      profile: 'email',
+    });
   });
 });

@@ -1,16 +1,24 @@
-import { z } from 'zod';
-import { customAttributesSchema } from './custom-attribute.schema.js';
+import type { z } from 'zod';
 import {
-  dateTimeSchema,
-  emailSchema,
-  finiteNumber,
-  idListSchema,
-  idSchema,
-  listOf,
-  MAX_LIST_ITEMS,
-  textSchema,
-  urlSchema,
-} from './primitives.schema.js';
+  brandSchema,
+  brandV2Schema,
+  categorySchema,
+  categoryV2Schema,
+  globalUnsubscribeSchema,
+  orderSchema,
+  orderV2Schema,
+  productSchema,
+  productV2Schema,
+  profileSchema,
+  profileV2Schema,
+  purchaseEventSchema,
+  reviewSchema,
+  reviewV2Schema,
+  shoppingCartSchema,
+  shoppingCartV2Schema,
+  variantSchema,
+  variantV2Schema,
+} from './record-schemas.js';
 
 /** The record kinds of interface §12: every one has a v1 write and a v2 write (languages have their own table). */
 export const RECORD_KINDS = ['brand', 'category', 'product', 'variant', 'review', 'profile', 'order', 'shopping_cart'] as const;
@@ -76,329 +84,10 @@ export interface V2Definition {
   dataFields: string[];
   /** Fields v2 shows but does not accept on write: 400 unknown_parameters whose message adds `hint`. */
   readOnly: string[];
+  /** The written field the read-only lists show after (default: after every written field). */
+  readOnlyAfter?: string;
   hint?: string;
 }
-
-const optional = <T extends z.ZodTypeAny>(schema: T) => schema.nullable().optional();
-const text = textSchema();
-const timestamps = {
-  created_at: optional(dateTimeSchema),
-  updated_at: optional(dateTimeSchema),
-};
-
-const brandSchema = z
-  .object({
-    id: idSchema,
-    name: textSchema(1),
-    url: optional(urlSchema),
-    content: optional(text),
-    product_ids: optional(idListSchema),
-    ...timestamps,
-  })
-  .strict();
-
-const categorySchema = z
-  .object({
-    id: idSchema,
-    name: textSchema(1),
-    url: optional(urlSchema),
-    visible: optional(z.boolean()),
-    parent_category_id: optional(idSchema),
-    product_ids: optional(idListSchema),
-    ...timestamps,
-  })
-  .strict();
-
-const productSchema = z
-  .object({
-    id: idSchema,
-    name: textSchema(1),
-    short_description: optional(text),
-    price: optional(finiteNumber),
-    url: optional(urlSchema),
-    main_image: optional(urlSchema),
-    visible: optional(z.boolean()),
-    variant_ids: optional(idListSchema),
-    relevant_product_ids: optional(idListSchema),
-    review_ids: optional(idListSchema),
-    category_ids: optional(idListSchema),
-    ...timestamps,
-  })
-  .strict();
-
-const variantSchema = z
-  .object({
-    id: idSchema,
-    product_id: idSchema,
-    title: optional(text),
-    article_code: optional(text),
-    default: optional(z.boolean()),
-    ean: optional(text),
-    main_image: optional(urlSchema),
-    price_cost: optional(finiteNumber),
-    price_excl: optional(finiteNumber),
-    price_incl: optional(finiteNumber),
-    unit_price: optional(finiteNumber),
-    unit_unit: optional(text),
-    sku: optional(text),
-    stock_level: optional(z.number().int().safe()),
-    ...timestamps,
-  })
-  .strict();
-
-const reviewSchema = z
-  .object({
-    id: idSchema,
-    product_id: idSchema,
-    profile_id: idSchema,
-    name: optional(text),
-    score: optional(z.number().int().safe()),
-    visible: optional(z.boolean()),
-    ...timestamps,
-  })
-  .strict();
-
-/** `id` and `email` are both optional here: the profile rule (interface §4.5) is applied after matching (see record.service). */
-const profileSchema = z
-  .object({
-    id: idSchema.optional(),
-    email: emailSchema.optional(),
-    birthdate: optional(dateTimeSchema),
-    city: optional(text),
-    province: optional(text),
-    street: optional(text),
-    housenumber: optional(text),
-    zipcode: optional(text),
-    country_code: optional(text),
-    first_name: optional(text),
-    middle_name: optional(text),
-    last_name: optional(text),
-    gender: optional(z.enum(['unidentified', 'male', 'female'])),
-    active: optional(z.boolean()),
-    subscribed_to_newsletter: optional(z.boolean()),
-    subscribed_to_newsletter_at: optional(dateTimeSchema),
-    tags: optional(listOf(text)),
-    telephone: optional(text),
-  })
-  .strict();
-
-const orderSchema = z
-  .object({
-    id: idSchema,
-    profile_id: idSchema,
-    products: listOf(
-      z
-        .object({
-          id: idSchema,
-          quantity: optional(z.number().int().safe()),
-        })
-        .strict(),
-    ),
-    currency: optional(text),
-    number: optional(text),
-    price: optional(finiteNumber),
-    paid: optional(z.boolean()),
-    status: optional(z.enum(['processing', 'shipped', 'completed', 'cancelled'])),
-    deliver_date: optional(dateTimeSchema),
-    ordered_at: optional(dateTimeSchema),
-    shopping_cart_id: optional(idSchema),
-    created_at: optional(dateTimeSchema),
-  })
-  .strict();
-
-const shoppingCartSchema = z
-  .object({
-    id: idSchema,
-    profile_id: idSchema,
-    product_ids: idListSchema,
-    currency: optional(text),
-    price: optional(finiteNumber),
-    recovery_url: optional(urlSchema),
-    ...timestamps,
-  })
-  .strict();
-
-/** v2 identifiers are strings (interface §2.2), 1..255 characters like every id. */
-export const v2IdSchema = textSchema(1, 255);
-
-/** Order lines in v2: a product appears in at most one line (interface §14.2). */
-export const orderLineV2Schema = z
-  .object({
-    id: v2IdSchema,
-    quantity: optional(z.number().int().safe()),
-    variant_id: optional(v2IdSchema),
-    custom_attributes: optional(customAttributesSchema),
-  })
-  .strict();
-
-const orderLinesV2Schema = listOf(orderLineV2Schema)
-  .superRefine((lines, ctx) => {
-    const seen = new Set<string>();
-    lines.forEach((line, index) => {
-      if (seen.has(line.id))
-        ctx.addIssue({ code: z.ZodIssueCode.custom, path: [index, 'id'], message: 'a product appears in one line only' });
-      seen.add(line.id);
-    });
-  })
-  // The refinement hides the array's bound from the document generator: stated again here.
-  .openapi({ maxItems: MAX_LIST_ITEMS });
-
-const brandV2Schema = z
-  .object({
-    id: v2IdSchema,
-    name: textSchema(1),
-    url: optional(urlSchema),
-    content: optional(text),
-    custom_attributes: optional(customAttributesSchema),
-    ...timestamps,
-  })
-  .strict();
-
-const variantV2Schema = z
-  .object({
-    id: v2IdSchema,
-    product_id: v2IdSchema,
-    title: optional(text),
-    article_code: optional(text),
-    default: optional(z.boolean()),
-    ean: optional(text),
-    main_image: optional(urlSchema),
-    url: optional(urlSchema),
-    price_cost: optional(finiteNumber),
-    price_excl: optional(finiteNumber),
-    price_incl: optional(finiteNumber),
-    old_price_excl: optional(finiteNumber),
-    old_price_incl: optional(finiteNumber),
-    unit_price: optional(finiteNumber),
-    unit_unit: optional(text),
-    sku: optional(text),
-    stock_level: optional(z.number().int().safe()),
-    custom_attributes: optional(customAttributesSchema),
-    ...timestamps,
-  })
-  .strict();
-
-const reviewV2Schema = z
-  .object({
-    id: v2IdSchema,
-    product_id: v2IdSchema,
-    profile_id: v2IdSchema,
-    name: optional(text),
-    description: optional(text),
-    score: optional(z.number().int().safe()),
-    visible: optional(z.boolean()),
-    custom_attributes: optional(customAttributesSchema),
-    ...timestamps,
-  })
-  .strict();
-
-const profileV2Schema = z
-  .object({
-    id: v2IdSchema,
-    email: emailSchema,
-    birthdate: optional(dateTimeSchema),
-    city: optional(text),
-    province: optional(text),
-    street: optional(text),
-    housenumber: optional(text),
-    zipcode: optional(text),
-    country_code: optional(text),
-    first_name: optional(text),
-    middle_name: optional(text),
-    last_name: optional(text),
-    gender: optional(z.enum(['unidentified', 'male', 'female'])),
-    active: optional(z.boolean()),
-    subscribed_to_newsletter: optional(z.boolean()),
-    subscribed_to_newsletter_at: optional(dateTimeSchema),
-    tags: optional(listOf(text)),
-    telephone: optional(text),
-    unsubscribed: optional(z.boolean()),
-    double_opt_in: optional(z.boolean()),
-    is_company: optional(z.boolean()),
-    is_registered: optional(z.boolean()),
-    company_name: optional(text),
-    custom_attributes: optional(customAttributesSchema),
-  })
-  .strict();
-
-const orderV2Schema = z
-  .object({
-    id: v2IdSchema,
-    profile_id: v2IdSchema,
-    ordered_at: dateTimeSchema,
-    products: optional(orderLinesV2Schema),
-    currency: optional(text),
-    number: optional(text),
-    price: optional(finiteNumber),
-    paid: optional(z.boolean()),
-    // The four values of interface §12.4 stay canonical; v2 also takes a shop's own status (interface §14.3).
-    status: optional(textSchema(1, 64)),
-    deliver_date: optional(dateTimeSchema),
-    shopping_cart_id: optional(v2IdSchema),
-    checkout_id: optional(v2IdSchema),
-    discount_code: optional(text),
-    is_discount_applied: optional(z.boolean()),
-    custom_attributes: optional(customAttributesSchema),
-    created_at: optional(dateTimeSchema),
-  })
-  .strict();
-
-const shoppingCartV2Schema = z
-  .object({
-    id: v2IdSchema,
-    profile_id: v2IdSchema,
-    product_ids: optional(listOf(v2IdSchema)),
-    currency: optional(text),
-    price: optional(finiteNumber),
-    recovery_url: optional(urlSchema),
-    recovery_token: optional(textSchema(0, 255)),
-    deleted: optional(z.boolean()),
-    custom_attributes: optional(customAttributesSchema),
-    ...timestamps,
-  })
-  .strict();
-
-const globalUnsubscribeSchema = z
-  .object({
-    email: emailSchema,
-    unsubscribed: z.boolean(),
-  })
-  .strict();
-
-const purchaseEventSchema = z
-  .object({
-    order_id: v2IdSchema,
-    profile_id: v2IdSchema,
-    visitor_token: textSchema(1, 65_535),
-  })
-  .strict();
-
-const productV2Schema = z
-  .object({
-    id: v2IdSchema,
-    name: optional(textSchema(1)),
-    visible: optional(z.boolean()),
-    main_image: optional(urlSchema),
-    url: optional(urlSchema),
-    short_description: optional(text),
-    price: optional(finiteNumber),
-    brand_id: optional(v2IdSchema),
-    custom_attributes: optional(customAttributesSchema),
-    ...timestamps,
-  })
-  .strict();
-
-const categoryV2Schema = z
-  .object({
-    id: v2IdSchema,
-    name: textSchema(1),
-    parent_category_id: optional(v2IdSchema),
-    url: optional(urlSchema),
-    visible: optional(z.boolean()),
-    custom_attributes: optional(customAttributesSchema),
-    ...timestamps,
-  })
-  .strict();
 
 const ASSIGNMENT_HINT =
   'assign a product to a category with PUT /api/v2/languages/{language_id}/products/{product_id}/categories/{category_id} ' +
@@ -453,6 +142,7 @@ export const KINDS: Record<StoredKind, KindDefinition> = {
     v2: {
       schema: categoryV2Schema,
       readOnly: ['product_ids'],
+      readOnlyAfter: 'parent_category_id',
       hint: `product_ids is read-only in v2: ${ASSIGNMENT_HINT}`,
     },
   }),
@@ -597,18 +287,25 @@ export const LINK_WRITERS = {
 export type LinkWriter = (typeof LINK_WRITERS)[keyof typeof LINK_WRITERS];
 
 /**
- * The one reference per kind that the worker tracks serially in `w_ref`:
- * the reference that a parent's delete changes (cascade or set-null) or that
- * a parent's point-at list moves.
+ * The one reference per kind that the worker tracks serially in `w_ref`,
+ * read off KINDS: the reference that a parent's delete changes (cascade or
+ * set-null) or that a parent's point-at list moves, and the field a fanning
+ * out kind finds its records by (a global unsubscribe finds the profiles that
+ * have its email at its point of the serial order).
  */
-export const TRACKED_FIELD: Partial<Record<StoredKind, string>> = {
-  variant: 'product_id',
-  review: 'product_id',
-  product: 'brand_id',
-  category: 'parent_category_id',
-  // A global unsubscribe finds the profiles that have its email at its point of the serial order.
-  profile: 'email',
-};
+export const TRACKED_FIELD: Partial<Record<StoredKind, string>> = (() => {
+  const tracked: Partial<Record<StoredKind, string>> = {};
+  const track = (kind: StoredKind, field: string) => {
+    if (tracked[kind] !== undefined && tracked[kind] !== field) throw new Error(`${kind} would track both ${tracked[kind]} and ${field}`);
+    tracked[kind] = field;
+  };
+  for (const definition of Object.values(KINDS)) {
+    for (const ref of definition.refs) if (ref.onParentDelete !== 'keep') track(definition.kind, ref.field);
+    for (const list of definition.lists) if (list.mode === 'point-at') track(list.kind, list.childField);
+    if (definition.fansOut && definition.idFrom) track(definition.fansOut.kind, definition.idFrom.field);
+  }
+  return tracked;
+})();
 
 /** The serial form of a tracked reference: emails compare case-insensitively. */
 export const trackedValue = (kind: StoredKind, value: string): string => (kind === 'profile' ? value.toLowerCase() : value);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { listQuerySchema } from '../catalogue/list-query.schema.js';
 import { emailSchema } from '../catalogue/primitives.schema.js';
-import { v2IdSchema } from '../catalogue/record-kinds.js';
+import { v2IdSchema } from '../catalogue/record-schemas.js';
 
 /** `queued`: accepted; `running`: applied in some language, or being scrubbed; `completed`: every copy erased (interface §24). */
 export const ERASURE_STATUSES = ['queued', 'running', 'completed'] as const;

@@ -4,7 +4,8 @@
  */
 import type { DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import { KINDS, LINE_LISTS, LINE_PAYLOAD, type LineParent, orderLineV2Schema, v2IdSchema } from '../catalogue/record-kinds.js';
+import { KINDS, LINE_LISTS, LINE_PAYLOAD, type LineParent } from '../catalogue/record-kinds.js';
+import { orderLineV2Schema, v2IdSchema } from '../catalogue/record-schemas.js';
 import { parseOrThrow } from '../catalogue/validation.js';
 import { BadRequestError, LanguageNotFoundError, RecordNotFoundError, ValidationError } from '../platform/errors.js';
 import { holdLanguageForWrite } from '../sync/locks.js';

@@ -1,7 +1,8 @@
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AnyZodObject } from 'zod';
-import { page, recordSchema, summaries } from '../api/openapi/v2.openapi.js';
+import { page } from '../api/openapi/v2.openapi.js';
+import { recordSchema, summaries } from '../api/openapi/v2-records.openapi.js';
 import { startEnvironment, type TestEnvironment } from './support/harness.js';
 import { langKeyOf } from './support/state.js';
 import { at, ids, type KindName, openShop, SEGMENT, type Shop } from './support/v2-client.js';

@@ -9,20 +9,12 @@ import {
 import { MAX_CUSTOM_ATTRIBUTES } from '../../catalogue/custom-attribute.schema.js';
 import { languageSchema, languageV2WriteSchema } from '../../catalogue/language.schema.js';
 import { DEFAULT_PER_PAGE, MAX_EMAILS, MAX_PER_PAGE } from '../../catalogue/list-query.schema.js';
-import {
-  KINDS,
-  LINE_LISTS,
-  LINK_WRITERS,
-  type LineParent,
-  RECORD_KINDS,
-  STORED_KINDS,
-  type StoredKind,
-} from '../../catalogue/record-kinds.js';
+import { KINDS, LINE_LISTS, LINK_WRITERS, type LineParent, RECORD_KINDS, STORED_KINDS } from '../../catalogue/record-kinds.js';
 import { registerBulkPaths } from './bulk.openapi.js';
 import { type ErrorResponseName, json, NO_CONTENT, operationsOf, pathParams, SECURITY, WRITE_ERRORS, withArticle } from './components.js';
 import { registerErasurePaths } from './erasures.openapi.js';
 import { registerFeedPaths } from './feed.openapi.js';
-import { nullable, responseView } from './v1.openapi.js';
+import { customAttributeSchema, lineItemSchemas, pascal, recordSchema, summaries, uri } from './v2-records.openapi.js';
 import { registerWebhookPaths } from './webhooks.openapi.js';
 import { z } from './zod-openapi.js';
 
@@ -30,160 +22,6 @@ import { z } from './zod-openapi.js';
  * /api/v2 in the API description: PUT bodies from the v2 schemas that
  * validate them (record-kinds.ts), responses in the shapes of reads/v2-shapes.ts.
  */
-
-const pascal = (kind: string) => kind.replace(/(^|_)([a-z])/g, (_, __, letter: string) => letter.toUpperCase());
-const dateTime = () => z.string().openapi({ format: 'date-time' });
-const ids = (description: string) => z.array(z.string()).openapi({ description });
-
-const customAttributeSchema = z
-  .object({
-    name: z.string(),
-    string_value: z.string().optional(),
-    integer_value: z.number().int().optional(),
-    boolean_value: z.boolean().optional(),
-    date_value: z.string().optional().openapi({ description: 'YYYY-MM-DD' }),
-    datetime_value: z.string().optional().openapi({ format: 'date-time', description: 'ISO 8601, shown in UTC' }),
-  })
-  .openapi('CustomAttribute', { description: '`name` and exactly one value field; names are unique within a record' });
-
-const uri = () => z.string().openapi({ format: 'uri' });
-
-const productSchema = z
-  .object({
-    id: z.string(),
-    name: z.string().nullable(),
-    visible: z.boolean().nullable(),
-    main_image: uri().nullable(),
-    url: uri().nullable(),
-    short_description: z.string().nullable(),
-    price: z.number().nullable(),
-    brand_id: z.string().nullable(),
-    category_ids: ids('Current category assignments'),
-    relevant_product_ids: ids('Current related products'),
-    custom_attributes: z.array(customAttributeSchema),
-    created_at: dateTime(),
-    updated_at: dateTime(),
-  })
-  .openapi('ProductV2');
-
-const categorySchema = z
-  .object({
-    id: z.string(),
-    name: z.string().nullable(),
-    parent_category_id: z.string().nullable(),
-    product_ids: ids('Products currently assigned'),
-    url: uri().nullable(),
-    visible: z.boolean().nullable(),
-    created_at: dateTime(),
-    updated_at: dateTime(),
-    custom_attributes: z.array(customAttributeSchema),
-  })
-  .openapi('CategoryV2');
-
-const orderLineSchema = z
-  .object({ id: z.string(), quantity: z.number().int().nullable(), variant_id: z.string().nullable() })
-  .openapi('OrderLine', { description: 'A line of an order; its custom attributes show in the lines list' });
-
-/** What a kind shows besides its write fields: derived, read-only lists (interface §14). */
-const DERIVED: Partial<Record<StoredKind, Record<string, ZodTypeAny>>> = {
-  brand: { product_ids: ids('Live products whose brand_id is this brand (read-only)') },
-  order: { product_ids: ids("The distinct products of the order's lines, in line order (read-only)") },
-};
-
-/** A kind's v2 record from its v2 write schema: every field present, null when unset, lists [] (reads/v2-shapes.ts). */
-function v2RecordSchema(kind: StoredKind): ZodTypeAny {
-  const definition = KINDS[kind];
-  const shape = (definition.v2.schema as z.AnyZodObject).shape as Record<string, ZodTypeAny>;
-  const fields: Record<string, ZodTypeAny> = { id: z.string() };
-  for (const field of definition.v2.dataFields) {
-    if (field === 'custom_attributes') fields[field] = z.array(customAttributeSchema);
-    else if (kind === 'order' && field === 'products') fields[field] = z.array(orderLineSchema);
-    else if (kind === 'shopping_cart' && field === 'product_ids') fields[field] = ids('The products in the cart, in cart order');
-    else if (field.endsWith('_id')) fields[field] = z.string().nullable();
-    else fields[field] = nullable(responseView(shape[field]!));
-  }
-  if (kind === 'order') {
-    fields['status'] = z.string().nullable().openapi({ description: "processing, shipped, completed, cancelled, or a shop's own status" });
-  }
-  Object.assign(fields, DERIVED[kind] ?? {});
-  if (definition.timestamps.created) fields['created_at'] = dateTime();
-  if (definition.timestamps.updated) fields['updated_at'] = dateTime();
-  for (const required of ['profile_id', 'product_id', 'email', 'ordered_at']) {
-    // Required on every write, but a stub holds only its id.
-    if (fields[required] && !(fields[required] instanceof z.ZodNullable)) fields[required] = fields[required].nullable();
-  }
-  return z.object(fields).openapi(`${pascal(kind)}V2`);
-}
-
-const globalUnsubscribeSchema = z
-  .object({
-    profile_email: z.string().openapi({ format: 'email', description: 'In lower case' }),
-    unsubscribed: z.boolean(),
-    profile_id: z.string().nullable().openapi({ description: "The language's (oldest) profile with this email, if any" }),
-    created_at: dateTime(),
-    updated_at: dateTime(),
-  })
-  .openapi('GlobalUnsubscribe');
-
-const purchaseEventSchema = z
-  .object({
-    order_id: z.string(),
-    profile_id: z.string(),
-    visitor_token: z
-      .string()
-      .nullable()
-      .openapi({ description: "Required on every write; null once an erasure cleared it (the profile's personal data)" }),
-    created_at: dateTime(),
-    updated_at: dateTime(),
-  })
-  .openapi('PurchaseEvent');
-
-const RECORD_SCHEMAS: Record<StoredKind, ZodTypeAny> = {
-  product: productSchema,
-  category: categorySchema,
-  brand: v2RecordSchema('brand'),
-  variant: v2RecordSchema('variant'),
-  review: v2RecordSchema('review'),
-  profile: v2RecordSchema('profile'),
-  order: v2RecordSchema('order'),
-  shopping_cart: v2RecordSchema('shopping_cart'),
-  global_unsubscribe: globalUnsubscribeSchema,
-  purchase_event: purchaseEventSchema,
-};
-
-/** The full record of each kind as v2 reads and PUTs show it. */
-export function recordSchema(kind: StoredKind): ZodTypeAny {
-  return RECORD_SCHEMAS[kind];
-}
-
-const lineItemSchemas: Record<LineParent, ZodTypeAny> = {
-  order: z
-    .object({
-      order_id: z.string(),
-      product_id: z.string(),
-      quantity: z.number().int().nullable(),
-      variant_id: z.string().nullable(),
-      custom_attributes: z.array(customAttributeSchema),
-    })
-    .openapi('OrderLineItem'),
-  shopping_cart: z.object({ shopping_cart_id: z.string(), product_id: z.string() }).openapi('CartProductItem'),
-};
-
-export const summaries = {
-  variant: z
-    .object({ id: z.string(), name: z.string().nullable(), price: z.number().nullable(), main_image: uri().nullable() })
-    .openapi('VariantSummary', { description: '`name` is the title, `price` the price_incl' }),
-  category: z.object({ id: z.string() }).openapi('CategorySummary'),
-  product: z.object({ id: z.string(), name: z.string().nullable(), url: uri().nullable() }).openapi('ProductSummary'),
-  profile: z
-    .object({
-      id: z.string(),
-      email: z.string().nullable().openapi({ format: 'email' }),
-      first_name: z.string().nullable(),
-      last_name: z.string().nullable(),
-    })
-    .openapi('ProfileSummary'),
-};
 
 const metaSchema = z.object({ current_page: z.number().int(), per_page: z.number().int(), total: z.number().int() }).openapi('PageMeta');
 
@@ -376,7 +214,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       'products/{product_id}/relevant_products',
       'v2ListRelevantProducts',
       "The product's related products (whole products)",
-      productSchema,
+      recordSchema('product'),
       { product_id: 'The product id' },
       recordListQuery,
     ],
@@ -392,7 +230,7 @@ export function registerV2Paths(registry: OpenAPIRegistry): void {
       'brands/{brand_id}/products',
       'v2ListBrandProducts',
       'The products whose brand_id is the brand (whole products)',
-      productSchema,
+      recordSchema('product'),
       { brand_id: 'The brand id' },
       recordListQuery,
     ],
