@@ -31,8 +31,8 @@ export async function applyRequestLine(
         await changeLinkIn(tx, langKey, origin, line.link, line.productId, line.otherId, line.action);
         return true;
       case 'line':
-        if (line.remove) await deleteLineIn(tx, langKey, origin, line.parent, line.parentId, line.productId);
-        else await putLineIn(tx, langKey, origin, line.parent, line.parentId, line.productId, line.body);
+        if (line.remove) await deleteLineIn(tx, langKey, origin, line);
+        else await putLineIn(tx, langKey, origin, line, line.body);
         return true;
     }
   } catch (error) {

@@ -57,7 +57,9 @@ export async function putLine(
   productId: string,
   body: unknown,
 ): Promise<OrderLine | null> {
-  return inLineTransaction(context, languageId, (tx, langKey, origin) => putLineIn(tx, langKey, origin, parent, parentId, productId, body));
+  return inLineTransaction(context, languageId, (tx, langKey, origin) =>
+    putLineIn(tx, langKey, origin, { parent, parentId, productId }, body),
+  );
 }
 
 /**
@@ -72,7 +74,7 @@ export async function deleteLine(
   parentId: string,
   productId: string,
 ): Promise<void> {
-  await inLineTransaction(context, languageId, (tx, langKey, origin) => deleteLineIn(tx, langKey, origin, parent, parentId, productId));
+  await inLineTransaction(context, languageId, (tx, langKey, origin) => deleteLineIn(tx, langKey, origin, { parent, parentId, productId }));
 }
 
 /** A line write in a transaction of its own that holds the language; the worker is woken when it wrote. */
@@ -92,6 +94,13 @@ export async function inLineTransaction<T>(
 }
 
 /** What a line write did: whether it wrote the parent, and the order line it answers with. */
+/** The line a line write names: a product's line of an order or a cart. */
+export interface LineTarget {
+  parent: LineParent;
+  parentId: string;
+  productId: string;
+}
+
 export interface LineWrite<T> {
   written: boolean;
   line: T;
@@ -105,12 +114,9 @@ export async function putLineIn(
   tx: DatabaseTransactionConnection,
   langKey: number,
   origin: ChangeOrigin,
-  parent: LineParent,
-  parentId: string,
-  productId: string,
+  { parent, parentId, productId }: LineTarget,
   body: unknown,
 ): Promise<LineWrite<OrderLine | null>> {
-  if (!v2IdSchema.safeParse(parentId).success) throw new RecordNotFoundError(KINDS[parent].resource);
   return writeLines(tx, langKey, origin, parent, parentId, (record) => {
     // The parent is checked before the body, as a sub-listing checks its parent before its query.
     if (!v2IdSchema.safeParse(productId).success) throw new ValidationError('invalid_parameters', ['product_id']);
@@ -148,11 +154,8 @@ export async function deleteLineIn(
   tx: DatabaseTransactionConnection,
   langKey: number,
   origin: ChangeOrigin,
-  parent: LineParent,
-  parentId: string,
-  productId: string,
+  { parent, parentId, productId }: LineTarget,
 ): Promise<LineWrite<null>> {
-  if (!v2IdSchema.safeParse(parentId).success) throw new RecordNotFoundError(KINDS[parent].resource);
   return writeLines(tx, langKey, origin, parent, parentId, (record) => {
     const lines = storedLines(parent, record);
     const next = lines.filter((line) => lineProduct(line) !== productId);
@@ -177,13 +180,20 @@ export async function writeLines<T>(
   parentId: string,
   edit: (record: StoredRecord) => { lines: unknown[]; change: Record<string, unknown>; line: T } | null,
 ): Promise<LineWrite<T | null>> {
+  // A parent id v2 could not have written names no record.
+  if (!v2IdSchema.safeParse(parentId).success) throw new RecordNotFoundError(KINDS[parent].resource);
   const record = await lockLiveRecord(tx, langKey, parent, parentId);
   if (!record) throw new RecordNotFoundError(KINDS[parent].resource);
   const edited = edit(record);
   if (!edited) return { written: false, line: null };
-  const written = await writeRecord(tx, langKey, parent, parentId, { [LINE_LISTS[parent].field]: edited.lines }, {}, origin, {
+  const written = await writeRecord(tx, {
+    langKey,
+    kind: parent,
     id: parentId,
-    ...edited.change,
+    fields: { [LINE_LISTS[parent].field]: edited.lines },
+    times: {},
+    origin,
+    payload: { id: parentId, ...edited.change },
   });
   if (!written) throw new LanguageNotFoundError(origin.languageId);
   return { written: true, line: edited.line };

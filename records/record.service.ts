@@ -222,15 +222,15 @@ export async function storePrepared(
 ): Promise<WrittenRecord | null> {
   if (!KINDS[prepared.kind].requires) {
     const { kind, id, fields, times, payload } = prepared;
-    return writer
-      ? writer.writeRecord(langKey, kind, id, fields, times, origin, payload)
-      : writeRecord(db, langKey, kind, id, fields, times, origin, payload);
+    const write = { langKey, kind, id, fields, times, origin, payload };
+    return writer ? writer.writeRecord(write) : writeRecord(db, write);
   }
   return db.transaction(async (tx) => {
     await holdLanguageForWrite(tx, langKey);
     if (!(await languageIsLive(tx, langKey))) return null;
     await holdRequiredRecord(tx, langKey, prepared);
-    return writeRecord(tx, langKey, prepared.kind, prepared.id, prepared.fields, prepared.times, origin, prepared.payload);
+    const { kind, id, fields, times, payload } = prepared;
+    return writeRecord(tx, { langKey, kind, id, fields, times, origin, payload });
   });
 }
 

@@ -1,8 +1,7 @@
 import type pg from 'pg';
 import { compareKeys } from '../catalogue/key-order.js';
-import type { StoredKind } from '../catalogue/record-kinds.js';
 import { createStatementPool, type StatementPoolOptions } from '../platform/statement-pool.js';
-import type { ChangeOrigin, RecordTimes, WrittenRecord } from './write.repository.js';
+import type { SingleWrite, WrittenRecord } from './write.repository.js';
 
 /*
  * The single write's statement (write_record, sync/sql/write_record.sql)
@@ -51,18 +50,7 @@ interface WriteRow {
   seq: number;
 }
 
-/** One single write: write_record's arguments. */
-interface WriteArguments {
-  langKey: number;
-  kind: StoredKind;
-  id: string;
-  fields: Record<string, unknown>;
-  times: RecordTimes;
-  origin: ChangeOrigin;
-  payload: Record<string, unknown>;
-}
-
-interface PendingWrite extends WriteArguments {
+interface PendingWrite extends SingleWrite {
   resolve(record: WrittenRecord | null): void;
   reject(error: unknown): void;
 }
@@ -98,18 +86,10 @@ export class PreparedWriter {
    * writeRecord (write.repository.ts) for one write outside any transaction.
    * @returns null when the language is gone.
    */
-  writeRecord(
-    langKey: number,
-    kind: StoredKind,
-    id: string,
-    fields: Record<string, unknown>,
-    times: RecordTimes,
-    origin: ChangeOrigin,
-    payload: Record<string, unknown>,
-  ): Promise<WrittenRecord | null> {
+  writeRecord(write: SingleWrite): Promise<WrittenRecord | null> {
     this.stats.writes += 1;
     return new Promise((resolve, reject) => {
-      this.waiting.push({ langKey, kind, id, fields, times, origin, payload, resolve, reject });
+      this.waiting.push({ ...write, resolve, reject });
       this.scheduleSend();
     });
   }
@@ -198,12 +178,12 @@ export class PreparedWriter {
   }
 }
 
-const byLockOrder = (a: WriteArguments, b: WriteArguments): number => compareKeys(a.kind, b.kind) || compareKeys(a.id, b.id);
+const byLockOrder = (a: SingleWrite, b: SingleWrite): number => compareKeys(a.kind, b.kind) || compareKeys(a.id, b.id);
 
 const writtenOf = (row: WriteRow | undefined): WrittenRecord | null =>
   row?.status === 'written' ? { id: row.id, data: row.data, created_at: row.created_at, updated_at: row.updated_at, seq: row.seq } : null;
 
-const argumentsOf = ({ langKey, kind, id, fields, times, origin, payload }: WriteArguments): unknown[] => [
+const argumentsOf = ({ langKey, kind, id, fields, times, origin, payload }: SingleWrite): unknown[] => [
   langKey,
   kind,
   id,
@@ -218,7 +198,7 @@ const argumentsOf = ({ langKey, kind, id, fields, times, origin, payload }: Writ
 ];
 
 /** write_record_many's argument: the writes as one JSON text (one native stringify, no array-literal escaping). */
-const batchJson = (batch: readonly WriteArguments[]): string =>
+const batchJson = (batch: readonly SingleWrite[]): string =>
   JSON.stringify(
     batch.map(({ langKey, kind, id, fields, times, origin, payload }) => ({
       lang_key: langKey,

@@ -29,6 +29,20 @@ export interface StubTarget {
   at: string;
 }
 
+/** The stubs as rows `t(kind, id, seq, at)`, for one set-based statement. */
+const stubRows = (stubs: readonly StubTarget[]) => sql.fragment`unnest(
+  ${textArray(stubs.map((stub) => stub.kind))},
+  ${textArray(stubs.map((stub) => stub.id))},
+  ${sql.array(
+    stubs.map((stub) => stub.seq),
+    'int8',
+  )},
+  ${sql.array(
+    stubs.map((stub) => stub.at),
+    'timestamptz',
+  )}
+) AS t(kind, id, seq, at)`;
+
 /**
  * Stubs where there is no row: live in both views, each numbered by the change
  * that names it. Returns the targetKeys inserted; a key an API write inserted
@@ -43,18 +57,7 @@ export async function insertStubsMany(tx: Tx, langKey: number, stubs: readonly S
     SELECT ${langKey}, t.kind, t.id, ${fields},
            coalesce((SELECT jsonb_object_agg(k, t.seq) FROM jsonb_object_keys(${fields}) AS k), '{}'),
            true, t.seq, t.seq, t.at, t.at, true, ${content.ref}::text
-    FROM unnest(
-      ${textArray(stubs.map((stub) => stub.kind))},
-      ${textArray(stubs.map((stub) => stub.id))},
-      ${sql.array(
-        stubs.map((stub) => stub.seq),
-        'int8',
-      )},
-      ${sql.array(
-        stubs.map((stub) => stub.at),
-        'timestamptz',
-      )}
-    ) AS t(kind, id, seq, at)
+    FROM ${stubRows(stubs)}
     ORDER BY t.kind, t.id
     ON CONFLICT (lang_key, kind, id) DO NOTHING
     RETURNING kind, id
@@ -79,18 +82,7 @@ export async function stubOutsideSerialView(tx: Tx, langKey: number, stubs: read
   const ids = textArray(stubs.map((stub) => stub.id));
   await tx.query(sql.unsafe`
     WITH t AS (
-      SELECT * FROM unnest(
-        ${textArray(stubs.map((stub) => stub.kind))},
-        ${ids},
-        ${sql.array(
-          stubs.map((stub) => stub.seq),
-          'int8',
-        )},
-        ${sql.array(
-          stubs.map((stub) => stub.at),
-          'timestamptz',
-        )}
-      ) AS t(kind, id, seq, at)
+      SELECT * FROM ${stubRows(stubs)}
     )
     UPDATE records r SET
       w_live = true,

@@ -52,16 +52,8 @@ export interface RecordTimes {
  * ever grow. Runs in the caller's transaction, or alone in its own.
  * @returns null when the language is gone (deleted, or deleted while we waited).
  */
-export async function writeRecord(
-  db: CommonQueryMethods,
-  langKey: number,
-  kind: StoredKind,
-  id: string,
-  fields: Record<string, unknown>,
-  times: RecordTimes,
-  origin: ChangeOrigin,
-  payload: Record<string, unknown>,
-): Promise<WrittenRecord | null> {
+export async function writeRecord(db: CommonQueryMethods, write: SingleWrite): Promise<WrittenRecord | null> {
+  const { langKey, kind, id, fields, times, origin, payload } = write;
   const row = await db.one(sql.type(writeOutcome)`
     SELECT status, id, data, created_at, updated_at, seq
     FROM write_record(
@@ -81,6 +73,12 @@ export interface RecordWrite {
   fields: Record<string, unknown>;
   times: RecordTimes;
   payload: Record<string, unknown>;
+}
+
+/** One write on its own (write_record's arguments): a record write, its language and who sent it. */
+export interface SingleWrite extends RecordWrite {
+  langKey: number;
+  origin: ChangeOrigin;
 }
 
 /**

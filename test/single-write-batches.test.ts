@@ -53,7 +53,7 @@ afterAll(async () => {
 });
 
 const write = (id: string, fields: Record<string, unknown>, key = langKey) =>
-  writer.writeRecord(key, 'product', id, fields, {}, origin, { product: { id, ...fields } });
+  writer.writeRecord({ langKey: key, kind: 'product', id, fields, times: {}, origin, payload: { product: { id, ...fields } } });
 
 const stored = (ids: readonly string[]) =>
   env.db.any(sql.type(z.object({ id: z.string(), data: z.record(z.unknown()), write_seq: z.number() }))`

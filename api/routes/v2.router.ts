@@ -1,13 +1,8 @@
 import Router from '@koa/router';
-import type pg from 'pg';
-import type { RequestLimiter } from '../../auth/request-limiter.js';
-import type { TokenVerifier } from '../../auth/token-verifier.js';
-import type { UploadLimits } from '../../bulk/bulk.service.js';
 import { parseEnvelope } from '../../catalogue/envelope.schema.js';
 import { languageV2WriteSchema } from '../../catalogue/language.schema.js';
 import { KINDS, LINE_LISTS, LINK_WRITERS, type LineParent, RECORD_KINDS, STORED_KINDS } from '../../catalogue/record-kinds.js';
 import type { FeedWaiter } from '../../feed/feed.waiter.js';
-import type { Database } from '../../platform/db.js';
 import { LanguageNotFoundError } from '../../platform/errors.js';
 import { getLanguage, listLanguages } from '../../reads/language-read.service.js';
 import type { PreparedReader } from '../../reads/prepared-read.js';
@@ -16,11 +11,8 @@ import type { ReadCaches } from '../../reads/read-caches.js';
 import type { ListJson, ReadContext } from '../../reads/read-context.js';
 import { listAttributeDefinitions, saveAttributeDefinition } from '../../records/attribute-definition.service.js';
 import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
-import type { LiveLanguages } from '../../records/live-languages.js';
 import { deleteLine, putLine } from '../../records/order-lines.service.js';
 import { changeLink, removeRecord, storeRecord, type WriteContext } from '../../records/record.service.js';
-import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
-import type { PreparedWriter } from '../../sync/prepared-write.js';
 import { type AppContext, type AppState, principalOf, writeContextOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
@@ -31,26 +23,16 @@ import { registerOpenApi } from '../openapi.js';
 import { addBulkRoutes } from './bulk.router.js';
 import { addErasureRoutes } from './erasures.router.js';
 import { addFeedRoutes } from './feed.router.js';
+import type { V1Dependencies } from './v1.router.js';
 import { addWebhookRoutes } from './webhooks.router.js';
 
-export interface V2Dependencies {
-  db: Database;
-  copyPool: pg.Pool;
-  verifier: TokenVerifier;
-  notifier: OutboxNotifier;
-  writer: PreparedWriter;
-  /** The process's live languages (records/live-languages.ts). */
-  languages: LiveLanguages;
+/** What v2 needs beyond what v1 does: the reads, the feed's waiter, and the webhooks' address rule. */
+export interface V2Dependencies extends V1Dependencies {
   reader: PreparedReader;
   /** The v2 reads' caches of this process (reads/read-caches.ts). */
   caches: ReadCaches;
   /** Where the change feed's long polls wait (feed/feed.waiter.ts). */
   waiter: FeedWaiter;
-  /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
-  limiter: RequestLimiter | undefined;
-  uploads: UploadLimits;
-  /** BODY_TIMEOUT_MS: how long a write's body may take to arrive. */
-  bodyTimeoutMs: number;
   /** WEBHOOK_ALLOW_PRIVATE: webhooks may call http and internal addresses (interface §23.6). */
   webhookAllowPrivate: boolean;
 }

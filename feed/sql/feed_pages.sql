@@ -49,9 +49,7 @@ CREATE OR REPLACE FUNCTION feed_audit_page(
   p_language_id text, p_lang_key bigint, p_after bigint, p_through bigint, p_limit int, p_kinds text[]
 ) RETURNS SETOF audit_log
 LANGUAGE plpgsql STABLE
-SET enable_bitmapscan = off
-SET enable_seqscan = off
-SET enable_sort = off
+-- include: parts/index_only.sql
 AS $$
 DECLARE
   v_k integer;
@@ -84,9 +82,7 @@ $$;
 -- or null: how far a read filtered by kind has examined. Blocks newest first.
 CREATE OR REPLACE FUNCTION feed_last_seq(p_language_id text, p_lang_key bigint, p_after bigint, p_through bigint) RETURNS bigint
 LANGUAGE plpgsql STABLE
-SET enable_bitmapscan = off
-SET enable_seqscan = off
-SET enable_sort = off
+-- include: parts/index_only.sql
 AS $$
 DECLARE
   v_k integer;
