@@ -13,7 +13,7 @@ import {
   type StoredKind,
 } from '../catalogue/record-kinds.js';
 import { v2IdSchema } from '../catalogue/record-schemas.js';
-import { parseOrThrow } from '../catalogue/validation.js';
+import { Validator } from '../catalogue/validation.js';
 import { BadRequestError, ValidationError } from '../platform/errors.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../platform/json-nesting.js';
 import type { Generation } from '../records/record.service.js';
@@ -35,9 +35,9 @@ export type BulkLine =
   | { type: 'link'; link: LinkWriter; productId: string; otherId: string; action: 'assign' | 'unassign' }
   | { type: 'line'; parent: LineParent; parentId: string; productId: string; remove: boolean; body?: unknown };
 
-const deleteLineSchemas = {
-  v1: z.object({ kind: z.enum(RECORD_KINDS), id: idSchema }).strict(),
-  v2: z.object({ kind: z.enum(RECORD_KINDS), id: v2IdSchema }).strict(),
+const deleteLines = {
+  v1: new Validator(z.object({ kind: z.enum(RECORD_KINDS), id: idSchema }).strict()),
+  v2: new Validator(z.object({ kind: z.enum(RECORD_KINDS), id: v2IdSchema }).strict()),
 } as const;
 
 /** The body keys a line of each generation may carry. */
@@ -73,9 +73,9 @@ const lineShapeError = (generation: Generation, keys: string[]) => {
   );
 };
 
-const requestSchemas = {
-  put: z.object({ put: z.string(), body: z.unknown().optional() }).strict(),
-  delete: z.object({ delete: z.string() }).strict(),
+const requestLines = {
+  put: new Validator(z.object({ put: z.string(), body: z.unknown().optional() }).strict()),
+  delete: new Validator(z.object({ delete: z.string() }).strict()),
 } as const;
 
 /**
@@ -99,7 +99,7 @@ export function parseBulkLine(text: string, generation: Generation): BulkLine {
   const keys = Object.keys(line);
   if (generation === 'v2' && ('put' in line || typeof line['delete'] === 'string')) return parseRequestLine(line);
   if (keys.length === 1 && keys[0] === 'delete') {
-    const target = parseOrThrow(deleteLineSchemas[generation], line['delete'], ['delete']);
+    const target = deleteLines[generation].parse(line['delete'], ['delete']);
     return { type: 'delete', kind: target.kind, id: target.id };
   }
   const kind = keys.find((key): key is StoredKind => isStoredKind(key) && LINE_KINDS[generation].includes(key));
@@ -118,7 +118,7 @@ export function parseBulkLine(text: string, generation: Generation): BulkLine {
 /** `{"put":"<path>"}` or `{"delete":"<path>"}`: a v2 request on that path. */
 function parseRequestLine(line: Record<string, unknown>): BulkLine {
   const method = 'put' in line ? 'put' : 'delete';
-  const request = parseOrThrow(requestSchemas[method], line) as { put?: string; delete?: string; body?: unknown };
+  const request = requestLines[method].parse(line) as { put?: string; delete?: string; body?: unknown };
   const path = (method === 'put' ? request.put : request.delete)!;
   const refuse = () => new ValidationError('invalid_parameters', [method], `No v2 ${method.toUpperCase()} at '${path}'. ${REQUEST_HELP}`);
   let segments: string[];

@@ -176,14 +176,7 @@ function compileNode(schema: AnySchema): Compiled {
   return out ?? delegated(schema);
 }
 
-const compiled = new WeakMap<AnySchema, Compiled>();
-
-/** The compiled form of `schema` (built once per schema). */
-export function compiledSchema(schema: AnySchema): Compiled {
-  let out = compiled.get(schema);
-  if (!out) {
-    out = compileNode(schema);
-    compiled.set(schema, out);
-  }
-  return out;
+/** The compiled form of `schema`: built once, by the Validator that holds it (validation.ts). */
+export function compileSchema(schema: AnySchema): Compiled {
+  return compileNode(schema);
 }

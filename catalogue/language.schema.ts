@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { idSchema, textSchema, urlSchema } from './primitives.schema.js';
+import { Validator } from './validation.js';
 
 export const languageWriteSchema = z
   .object({
@@ -35,3 +36,9 @@ export const languageSchema = z.object({
 });
 
 export type Language = z.infer<typeof languageSchema>;
+
+/** The language write bodies' validators (v1 and v2). */
+export const languageWriteValidators = {
+  v1: new Validator(languageWriteSchema),
+  v2: new Validator(languageV2WriteSchema),
+};

@@ -19,6 +19,7 @@ import {
   variantSchema,
   variantV2Schema,
 } from './record-schemas.js';
+import { Validator } from './validation.js';
 
 /** The record kinds of interface §12: every one has a v1 write and a v2 write (languages have their own table). */
 export const RECORD_KINDS = ['brand', 'category', 'product', 'variant', 'review', 'profile', 'order', 'shopping_cart'] as const;
@@ -60,6 +61,8 @@ export interface KindDefinition {
   /** Path segment under /languages/{language_id}/. */
   segment: string;
   schema: z.ZodTypeAny;
+  /** The schema with its compiled form, which every write body of the kind is parsed with. */
+  validator: Validator<z.ZodTypeAny>;
   /** Fields stored in `data` and shown in every response (besides id). */
   dataFields: string[];
   /** Whether the kind has created_at / updated_at in its field table (interface §12.3). */
@@ -80,6 +83,7 @@ export interface KindDefinition {
 
 export interface V2Definition {
   schema: z.ZodTypeAny;
+  validator: Validator<z.ZodTypeAny>;
   /** Fields stored in `data` by a v2 write and shown by v2 (besides id, timestamps and derived lists). */
   dataFields: string[];
   /** Fields v2 shows but does not accept on write: 400 unknown_parameters whose message adds `hint`. */
@@ -96,15 +100,21 @@ const ASSIGNMENT_HINT =
 const fieldsOf = (schema: z.AnyZodObject, lists: string[]) =>
   Object.keys(schema.shape).filter((name) => name !== 'id' && name !== 'created_at' && name !== 'updated_at' && !lists.includes(name));
 
-type Definition = Omit<KindDefinition, 'dataFields' | 'v2'> & { v2: Omit<V2Definition, 'dataFields'> };
+type Definition = Omit<KindDefinition, 'dataFields' | 'validator' | 'v2'> & { v2: Omit<V2Definition, 'dataFields' | 'validator'> };
 
 function define(definition: Definition): KindDefinition {
   const listFields = definition.lists.map((list) => list.field);
   const idField = definition.idFrom ? [definition.idFrom.field] : [];
+  const validator = new Validator(definition.schema);
   return {
     ...definition,
+    validator,
     dataFields: fieldsOf(definition.schema as z.AnyZodObject, [...listFields, ...idField]),
-    v2: { ...definition.v2, dataFields: fieldsOf(definition.v2.schema as z.AnyZodObject, idField) },
+    v2: {
+      ...definition.v2,
+      validator: definition.v2.schema === definition.schema ? validator : new Validator(definition.v2.schema),
+      dataFields: fieldsOf(definition.v2.schema as z.AnyZodObject, idField),
+    },
   };
 }
 

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { ValidationError } from '../platform/errors.js';
-import { compiledSchema } from './compiled-schema.js';
+import { compileSchema } from './compiled-schema.js';
 
 /** `['products', 0, 'id']` becomes `products[0].id`, the naming of interface §4.3. */
 export function formatPath(path: ReadonlyArray<string | number>): string {
@@ -28,12 +28,30 @@ function valueAt(input: unknown, path: ReadonlyArray<string | number>): unknown 
  * @throws {ValidationError} with the first class of problem found.
  */
 export function parseOrThrow<S extends z.ZodTypeAny>(schema: S, input: unknown, prefix: ReadonlyArray<string | number> = []): z.output<S> {
-  // Accepted input takes the compiled form; what it refuses, the schema parses again to name the problems.
-  const accepted = compiledSchema(schema).safeParse(input);
-  if (accepted.success) return accepted.data as z.output<S>;
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   throw toValidationError(result.error, input, prefix);
+}
+
+/**
+ * A schema with its compiled form (compiled-schema.ts), for bodies every
+ * write and bulk line sends: accepted input takes the compiled form; what it
+ * refuses, the schema parses again to name the problems (parseOrThrow).
+ * Built once, where the schema is defined.
+ */
+export class Validator<S extends z.ZodTypeAny> {
+  private readonly compiled: ReturnType<typeof compileSchema>;
+
+  constructor(readonly schema: S) {
+    this.compiled = compileSchema(schema);
+  }
+
+  /** @throws {ValidationError} as parseOrThrow. */
+  parse(input: unknown, prefix: ReadonlyArray<string | number> = []): z.output<S> {
+    const accepted = this.compiled.safeParse(input);
+    if (accepted.success) return accepted.data as z.output<S>;
+    return parseOrThrow(this.schema, input, prefix);
+  }
 }
 
 export function toValidationError(error: z.ZodError, input: unknown, prefix: ReadonlyArray<string | number> = []): ValidationError {

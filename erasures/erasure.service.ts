@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { parseEnvelope } from '../catalogue/envelope.schema.js';
-import { parseOrThrow } from '../catalogue/validation.js';
+import { parseOrThrow, Validator } from '../catalogue/validation.js';
 import { RecordNotFoundError, ValidationError } from '../platform/errors.js';
 import { originOf, type WriteContext } from '../records/write-context.js';
 import { ERASE_ACTION, ERASURE_KIND } from '../sync/erasure.applier.js';
@@ -9,6 +9,8 @@ import { queueChange } from '../sync/write.repository.js';
 import { findErasure, insertErasure, insertErasureLanguage, liveLanguages, pageOfErasures } from './erasure.repository.js';
 import { type Erasure, erasureListQuerySchema, erasureWriteSchema } from './erasure.schema.js';
 
+const erasureWrite = new Validator(erasureWriteSchema);
+
 /**
  * POST /api/v2/erasures (interface §24): accepts the erasure and, in the
  * same transaction, queues one change per language it reaches, numbered
@@ -16,7 +18,7 @@ import { type Erasure, erasureListQuerySchema, erasureWriteSchema } from './eras
  * @throws {ValidationError} for a bad body, neither or both of email and profile_id, or a language the account does not have
  */
 export async function createErasure(context: WriteContext, body: unknown): Promise<Erasure> {
-  const input = parseEnvelope('erasure', body, erasureWriteSchema);
+  const input = parseEnvelope('erasure', body, erasureWrite);
   if (input.email === undefined && input.profile_id === undefined) throw new ValidationError('missing_parameters', ['email', 'profile_id']);
   if (input.email !== undefined && input.profile_id !== undefined)
     throw new ValidationError('invalid_parameters', ['email', 'profile_id'], 'Invalid parameters: email, profile_id (send exactly one)');

@@ -6,10 +6,12 @@ import {
 } from '../catalogue/attribute-definition.schema.js';
 import { parseEnvelope } from '../catalogue/envelope.schema.js';
 import { listQuerySchema } from '../catalogue/list-query.schema.js';
-import { parseOrThrow } from '../catalogue/validation.js';
+import { parseOrThrow, Validator } from '../catalogue/validation.js';
 import type { Database } from '../platform/db.js';
 import { ValidationError } from '../platform/errors.js';
 import { pageOfAttributeDefinitions, upsertAttributeDefinition } from './attribute-definition.repository.js';
+
+const attributeDefinitionWrite = new Validator(attributeDefinitionWriteSchema);
 
 /*
  * Custom attribute definitions (interface §18): per account, no language.
@@ -23,7 +25,7 @@ import { pageOfAttributeDefinitions, upsertAttributeDefinition } from './attribu
  * @throws {ValidationError} per interface §4; `name` giving an empty handle is invalid.
  */
 export async function saveAttributeDefinition(db: Database, accountId: number, body: unknown): Promise<AttributeDefinition> {
-  const input = parseEnvelope('custom_attribute', body, attributeDefinitionWriteSchema);
+  const input = parseEnvelope('custom_attribute', body, attributeDefinitionWrite);
   const handle = handleOf(input.name);
   if (handle === '') {
     throw new ValidationError(

@@ -6,7 +6,7 @@ import type { DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import { KINDS, LINE_LISTS, LINE_PAYLOAD, type LineParent } from '../catalogue/record-kinds.js';
 import { orderLineV2Schema, v2IdSchema } from '../catalogue/record-schemas.js';
-import { parseOrThrow } from '../catalogue/validation.js';
+import { Validator } from '../catalogue/validation.js';
 import { BadRequestError, LanguageNotFoundError, RecordNotFoundError, ValidationError } from '../platform/errors.js';
 import { holdLanguageForWrite } from '../sync/locks.js';
 import { type ChangeOrigin, type StoredRecord, writeRecord } from '../sync/write.repository.js';
@@ -29,6 +29,7 @@ export const lineBodySchema = z
     custom_attributes: orderLineV2Schema.shape.custom_attributes,
   })
   .strict();
+const lineBody = new Validator(lineBodySchema);
 
 /** The stored lines of a parent, in order (a list of ids for carts, of line objects for orders). */
 export function storedLines(parent: LineParent, record: StoredRecord): Array<OrderLine | string> {
@@ -129,7 +130,7 @@ export async function putLineIn(
     if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) {
       throw new BadRequestError('The request body must be a JSON object');
     }
-    const sent = parseOrThrow(lineBodySchema, body ?? {});
+    const sent = lineBody.parse(body ?? {});
     const old = first === -1 ? undefined : (lines[first] as OrderLine);
     const line: OrderLine = {
       id: productId,

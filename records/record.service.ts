@@ -30,7 +30,13 @@ export type Generation = 'v1' | 'v2';
 export function writeView(kind: StoredKind, generation: Generation = 'v1'): KindDefinition {
   const definition = KINDS[kind];
   if (generation === 'v1') return definition;
-  return { ...definition, schema: definition.v2.schema, dataFields: definition.v2.dataFields, lists: [] };
+  return {
+    ...definition,
+    schema: definition.v2.schema,
+    validator: definition.v2.validator,
+    dataFields: definition.v2.dataFields,
+    lists: [],
+  };
 }
 
 /** A v1 order line: `{id, quantity}`, quantity null when unset; v2's line fields are not shown (interface §13.6). */
@@ -69,7 +75,7 @@ function splitInput(definition: KindDefinition, input: Record<string, unknown>) 
 /** parseEnvelope; a v2 write sending a read-only field is told how to change it (interface §8, §14). */
 function parseEnvelopeHinted(kind: StoredKind, body: unknown, definition: KindDefinition, generation: Generation): Record<string, unknown> {
   try {
-    return parseEnvelope(kind, body, definition.schema) as Record<string, unknown>;
+    return parseEnvelope(kind, body, definition.validator) as Record<string, unknown>;
   } catch (error) {
     const v2 = KINDS[kind].v2;
     if (

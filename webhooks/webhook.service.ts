@@ -1,5 +1,5 @@
 import { parseEnvelope } from '../catalogue/envelope.schema.js';
-import { parseOrThrow } from '../catalogue/validation.js';
+import { parseOrThrow, Validator } from '../catalogue/validation.js';
 import type { Database } from '../platform/db.js';
 import { RecordNotFoundError, ValidationError } from '../platform/errors.js';
 import { rotateSecret } from './delivery-log.repository.js';
@@ -15,6 +15,8 @@ import {
 } from './webhook.repository.js';
 import { WEBHOOK_EVENTS, type Webhook, webhookListQuerySchema, webhookWriteSchema } from './webhook.schema.js';
 import { newWebhookSecret } from './webhook-secret.js';
+
+const webhookWrite = new Validator(webhookWriteSchema);
 
 export interface WebhookContext {
   db: Database;
@@ -46,7 +48,7 @@ export function presentWebhook(row: WebhookRow): Webhook {
  * @throws {ValidationError} for a bad body or a URL that may not be called (§23.6)
  */
 export async function saveWebhook(context: WebhookContext, body: unknown): Promise<Webhook> {
-  const input = parseEnvelope('webhook', body, webhookWriteSchema);
+  const input = parseEnvelope('webhook', body, webhookWrite);
   const destination = parseDestination(input.url, context.allowPrivate);
   const refuseUrl = (why: string) => new ValidationError('invalid_parameters', ['url'], `Invalid parameters: url (${why})`);
   if (!destination) throw refuseUrl(context.allowPrivate ? 'must be an http or https URL' : 'must be an https URL');

@@ -5,7 +5,7 @@ import type { RequestLimiter } from '../../auth/request-limiter.js';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
 import type { UploadLimits } from '../../bulk/bulk.service.js';
 import { parseEnvelope } from '../../catalogue/envelope.schema.js';
-import { languageWriteSchema } from '../../catalogue/language.schema.js';
+import { languageWriteValidators } from '../../catalogue/language.schema.js';
 import { KINDS, RECORD_KINDS } from '../../catalogue/record-kinds.js';
 import { parseOrThrow } from '../../catalogue/validation.js';
 import type { Database } from '../../platform/db.js';
@@ -51,7 +51,7 @@ export function v1Router({ db, copyPool, verifier, notifier, writer, languages, 
   const context = (ctx: AppContext): WriteContext => writeContextOf(writeServices, ctx);
 
   router.post(['/languages', '/languages/'], body, async (ctx: AppContext) => {
-    const input = parseEnvelope('language', ctx.request.body, languageWriteSchema);
+    const input = parseEnvelope('language', ctx.request.body, languageWriteValidators.v1);
     const language = await saveLanguage(context(ctx), input);
     ctx.body = { language, message: 'Language successfully saved' };
   });

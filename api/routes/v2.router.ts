@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { parseEnvelope } from '../../catalogue/envelope.schema.js';
-import { languageV2WriteSchema } from '../../catalogue/language.schema.js';
+import { languageWriteValidators } from '../../catalogue/language.schema.js';
 import { KINDS, LINE_LISTS, LINK_WRITERS, type LineParent, RECORD_KINDS, STORED_KINDS } from '../../catalogue/record-kinds.js';
 import type { FeedWaiter } from '../../feed/feed.waiter.js';
 import { LanguageNotFoundError } from '../../platform/errors.js';
@@ -85,7 +85,7 @@ export function v2Router({
   });
 
   router.put('/languages', body, async (ctx: AppContext) => {
-    const input = parseEnvelope('language', ctx.request.body, languageV2WriteSchema);
+    const input = parseEnvelope('language', ctx.request.body, languageWriteValidators.v2);
     ctx.body = await saveLanguage(writing(ctx), input);
   });
 
