@@ -17,8 +17,10 @@ import {
 } from '../platform/metrics.js';
 import type { AnchorStats } from '../reads/list-anchors.js';
 import type { ListPageCache } from '../reads/list-page-cache.js';
+import type { ReadRouter } from '../reads/read-router.js';
 import type { WriterStats } from '../sync/prepared-write.js';
 import { outboxCounts } from '../sync/status.repository.js';
+import type { WritePositions } from '../sync/write-positions.js';
 
 /** The outbox backlog: accepted changes whose effects are not applied yet, and changes set aside as failed. */
 export function registerOutboxMetrics(registry: Registry, db: Database, logger: Logger): void {
@@ -53,6 +55,61 @@ export interface ApiMetricsSources {
   queues: Queue[];
   logger: Logger;
   waiter: FeedWaiter;
+  /** Where reads ran (reads/read-router.ts). */
+  reads: ReadRouter;
+  /** With read replicas: accounts' write positions kept (sync/write-positions.ts). */
+  positions: WritePositions | undefined;
+}
+
+/** Reads by where they ran and, with read replicas, each replica's lag and health and the write positions kept. */
+export function registerReadMetrics(registry: Registry, reads: ReadRouter, positions: WritePositions | undefined): void {
+  registerScrapedCounter(
+    registry,
+    {
+      name: 'sync_reads_total',
+      help: 'Routed reads (v2 GETs of records and languages, the v1 profile lookup) this API process answered, by the server that answered',
+    },
+    () => ({ primary: reads.stats.primary, replica: reads.stats.replica }),
+    'target',
+  );
+  const replicas = reads.replicaSet;
+  if (!replicas || !positions) return;
+  registerScrapedCounter(
+    registry,
+    { name: 'sync_replica_fallbacks_total', help: 'Reads begun on a replica that failed and were answered by the primary' },
+    () => reads.stats.fallbacks,
+  );
+  new Gauge({
+    name: 'sync_replica_lag_bytes',
+    help: 'WAL bytes each read replica had still to replay when last asked (every REPLICA_POLL_MS)',
+    labelNames: ['replica'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const replica of replicas.replicas) {
+        const lag = replicas.lagBytes(replica);
+        if (lag !== undefined) this.set({ replica: replica.name }, lag);
+      }
+    },
+  });
+  new Gauge({
+    name: 'sync_replica_up',
+    help: '1 while a read replica is used; 0 while it is left out after a failure',
+    labelNames: ['replica'],
+    registers: [registry],
+    collect() {
+      for (const replica of replicas.replicas) this.set({ replica: replica.name }, replicas.healthy(replica) ? 1 : 0);
+    },
+  });
+  registerScrapedCounter(
+    registry,
+    {
+      name: 'sync_write_positions_total',
+      help: "Accounts' write positions this API process kept for read-your-writes (recorded), or could not keep (failed)",
+    },
+    () => ({ recorded: positions.stats.recorded, failed: positions.stats.failed }),
+    'outcome',
+  );
 }
 
 /** Deep pages of the v2 lists (reads/list-anchors.ts): whether they start from an anchor, and how often anchors are read. */
@@ -145,6 +202,8 @@ export function createApiMetrics({
   queues,
   logger,
   waiter,
+  reads,
+  positions,
 }: ApiMetricsSources) {
   const registry = createMetricsRegistry('api');
   registerWriterMetrics(registry, writerStats);
@@ -153,6 +212,7 @@ export function createApiMetrics({
   registerQueueMetrics(registry, queues, logger);
   registerOutboxMetrics(registry, db, logger);
   registerAnchorMetrics(registry, anchors);
+  registerReadMetrics(registry, reads, positions);
   registerPoolMetrics(registry, {
     api: slonikPoolUsage(db),
     write: pgPoolUsage(writePool),

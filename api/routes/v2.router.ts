@@ -10,10 +10,9 @@ import type { FeedWaiter } from '../../feed/feed.waiter.js';
 import type { Database } from '../../platform/db.js';
 import { LanguageNotFoundError } from '../../platform/errors.js';
 import { getLanguage, listLanguages } from '../../reads/language-read.service.js';
-import type { PreparedReader } from '../../reads/prepared-read.js';
 import { getRecord, listLines, listRecords, listSubListing, presentStored, type SubListing } from '../../reads/read.service.js';
-import type { ReadCaches } from '../../reads/read-caches.js';
 import type { ListJson, ReadContext } from '../../reads/read-context.js';
+import type { ReadRouter } from '../../reads/read-router.js';
 import { listAttributeDefinitions, saveAttributeDefinition } from '../../records/attribute-definition.service.js';
 import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
 import type { LiveLanguages } from '../../records/live-languages.js';
@@ -21,11 +20,13 @@ import { deleteLine, putLine } from '../../records/order-lines.service.js';
 import { changeLink, removeRecord, storeRecord, type WriteContext } from '../../records/record.service.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 import type { PreparedWriter } from '../../sync/prepared-write.js';
+import type { WritePositions } from '../../sync/write-positions.js';
 import { type AppContext, type AppState, principalOf, writeContextOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
 import { refuseLongPathIds } from '../middleware/path-ids.middleware.js';
 import { requestLimitMiddleware } from '../middleware/request-limit.middleware.js';
+import { writePositionMiddleware } from '../middleware/write-position.middleware.js';
 import { registerV2Paths } from '../openapi/v2.openapi.js';
 import { registerOpenApi } from '../openapi.js';
 import { addBulkRoutes } from './bulk.router.js';
@@ -41,9 +42,10 @@ export interface V2Dependencies {
   writer: PreparedWriter;
   /** The process's live languages (records/live-languages.ts). */
   languages: LiveLanguages;
-  reader: PreparedReader;
-  /** The v2 reads' caches of this process (reads/read-caches.ts). */
-  caches: ReadCaches;
+  /** Where reads run: the primary, or a replica that has the account's writes (reads/read-router.ts). */
+  reads: ReadRouter;
+  /** Where accounts' last writes are kept, with read replicas only (sync/write-positions.ts). */
+  positions: WritePositions | undefined;
   /** Where the change feed's long polls wait (feed/feed.waiter.ts). */
   waiter: FeedWaiter;
   /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
@@ -76,8 +78,8 @@ export function v2Router({
   notifier,
   writer,
   languages,
-  reader,
-  caches,
+  reads,
+  positions,
   waiter,
   limiter,
   uploads,
@@ -86,10 +88,17 @@ export function v2Router({
 }: V2Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v2' });
   router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
+  if (positions) router.use(writePositionMiddleware(positions));
   const body = bodyMiddleware({ timeoutMs: bodyTimeoutMs });
   const writeServices = { db, languages, writer, notifier };
   const writing = (ctx: AppContext): WriteContext => writeContextOf(writeServices, ctx);
-  const reading = (ctx: AppContext): ReadContext => ({ db, reader, caches, languages, accountId: principalOf(ctx).accountId });
+  /** A write's own reads: on the primary. */
+  const reading = (ctx: AppContext): ReadContext => ({ ...reads.primary, languages, accountId: principalOf(ctx).accountId });
+  /** A GET's read: on a replica that has the account's writes, or the primary. */
+  const routed = <T>(ctx: AppContext, read: (context: ReadContext) => Promise<T>): Promise<T> => {
+    const accountId = principalOf(ctx).accountId;
+    return reads.read(accountId, (target) => read({ ...target, languages, accountId }));
+  };
   const param = (ctx: AppContext, name: string) => ctx.params[name]!;
   const query = (ctx: AppContext) => ({ ...ctx.query }) as Record<string, unknown>;
   /** Lists arrive serialised (their JSON is built by the database). */
@@ -99,7 +108,7 @@ export function v2Router({
   };
 
   router.get('/languages', async (ctx: AppContext) => {
-    sendList(ctx, await listLanguages(reading(ctx), query(ctx)));
+    sendList(ctx, await routed(ctx, (context) => listLanguages(context, query(ctx))));
   });
 
   router.put('/languages', body, async (ctx: AppContext) => {
@@ -108,7 +117,7 @@ export function v2Router({
   });
 
   router.get('/languages/:language_id', async (ctx: AppContext) => {
-    ctx.body = await getLanguage(reading(ctx), param(ctx, 'language_id'));
+    ctx.body = await routed(ctx, (context) => getLanguage(context, param(ctx, 'language_id')));
   });
 
   router.delete('/languages/:language_id', async (ctx: AppContext) => {
@@ -122,7 +131,7 @@ export function v2Router({
   });
 
   router.get('/custom_attributes', async (ctx: AppContext) => {
-    ctx.body = await listAttributeDefinitions(db, principalOf(ctx).accountId, query(ctx));
+    ctx.body = await routed(ctx, (context) => listAttributeDefinitions(context.db, context.accountId, query(ctx)));
   });
 
   addBulkRoutes(router, { db, copyPool, notifier, uploads }, 'v2');
@@ -156,7 +165,10 @@ export function v2Router({
   ];
   for (const [path, listing, parent] of subListings) {
     router.get(path, async (ctx: AppContext) => {
-      sendList(ctx, await listSubListing(reading(ctx), param(ctx, 'language_id'), listing, param(ctx, parent), query(ctx)));
+      sendList(
+        ctx,
+        await routed(ctx, (context) => listSubListing(context, param(ctx, 'language_id'), listing, param(ctx, parent), query(ctx))),
+      );
     });
   }
 
@@ -176,7 +188,10 @@ export function v2Router({
   for (const parent of Object.keys(LINE_LISTS) as LineParent[]) {
     const base = `/languages/:language_id/${KINDS[parent].segment}/:parent_id/products`;
     router.get(base, async (ctx: AppContext) => {
-      sendList(ctx, await listLines(reading(ctx), param(ctx, 'language_id'), parent, param(ctx, 'parent_id'), query(ctx)));
+      sendList(
+        ctx,
+        await routed(ctx, (context) => listLines(context, param(ctx, 'language_id'), parent, param(ctx, 'parent_id'), query(ctx))),
+      );
     });
     const putLineRoute = async (ctx: AppContext) => {
       const parentId = param(ctx, 'parent_id');
@@ -204,12 +219,12 @@ export function v2Router({
 
   for (const kind of STORED_KINDS) {
     router.get(`/languages/:language_id/${KINDS[kind].segment}`, async (ctx: AppContext) => {
-      sendList(ctx, await listRecords(reading(ctx), param(ctx, 'language_id'), kind, query(ctx)));
+      sendList(ctx, await routed(ctx, (context) => listRecords(context, param(ctx, 'language_id'), kind, query(ctx))));
     });
   }
   for (const kind of V2_READABLE) {
     router.get(`/languages/:language_id/${KINDS[kind].segment}/:record_id`, async (ctx: AppContext) => {
-      ctx.body = await getRecord(reading(ctx), param(ctx, 'language_id'), kind, param(ctx, 'record_id'));
+      ctx.body = await routed(ctx, (context) => getRecord(context, param(ctx, 'language_id'), kind, param(ctx, 'record_id')));
     });
   }
 
