@@ -41,14 +41,15 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
   // Errors are answered by errorMiddleware; Koa's own handler would only log them twice.
   app.silent = true;
 
+  const readTargets = [deps.reads.primary, ...(deps.reads.replicaSet?.replicas ?? []).map((replica) => replica.target)];
   const metrics = createApiMetrics({
     db: deps.db,
     copyPool: deps.copyPool,
     writePool: deps.writer.pool,
     writerStats: deps.writer.stats,
     readPool: deps.reads.primary.reader.pool,
-    pages: deps.reads.primary.reader.pages,
-    anchors: deps.reads.primary.caches.anchors.stats,
+    pages: readTargets.map((target) => target.reader.pages),
+    anchors: readTargets.map((target) => target.caches.anchors.stats),
     reads: deps.reads,
     positions: deps.positions,
     queues: deps.queues,

@@ -49,9 +49,10 @@ export interface ApiMetricsSources {
   writePool: Pool;
   writerStats: WriterStats;
   readPool: Pool;
-  pages: ListPageCache;
-  /** The deep pages' anchor reads (reads/list-anchors.ts). */
-  anchors: AnchorStats;
+  /** The list page caches: the primary's, and each read replica's. */
+  pages: readonly ListPageCache[];
+  /** The deep pages' anchor reads (reads/list-anchors.ts), on the primary and on each read replica. */
+  anchors: readonly AnchorStats[];
   queues: Queue[];
   logger: Logger;
   waiter: FeedWaiter;
@@ -113,7 +114,8 @@ export function registerReadMetrics(registry: Registry, reads: ReadRouter, posit
 }
 
 /** Deep pages of the v2 lists (reads/list-anchors.ts): whether they start from an anchor, and how often anchors are read. */
-export function registerAnchorMetrics(registry: Registry, stats: AnchorStats): void {
+export function registerAnchorMetrics(registry: Registry, stats: readonly AnchorStats[]): void {
+  const sum = (key: keyof AnchorStats) => stats.reduce((total, each) => total + each[key], 0);
   // Counted where they happen (list-anchors.ts); these counters show those counts at scrape time.
   registerScrapedCounter(
     registry,
@@ -121,7 +123,7 @@ export function registerAnchorMetrics(registry: Registry, stats: AnchorStats): v
       name: 'sync_list_anchor_reads_total',
       help: 'Deep-page anchor reads of v2 lists this API process started (outcome read), and those that failed',
     },
-    () => ({ read: stats.read, failed: stats.failed }),
+    () => ({ read: sum('read'), failed: sum('failed') }),
     'outcome',
   );
   registerScrapedCounter(
@@ -130,7 +132,7 @@ export function registerAnchorMetrics(registry: Registry, stats: AnchorStats): v
       name: 'sync_list_deep_pages_total',
       help: 'v2 list pages starting 1,000 or more items in, by how they started: from an anchor, or walked from the nearer end',
     },
-    () => ({ anchor: stats.fromAnchor, walked: stats.walked }),
+    () => ({ anchor: sum('fromAnchor'), walked: sum('walked') }),
     'start',
   );
 }
@@ -153,14 +155,19 @@ export function registerWriterMetrics(registry: Registry, stats: WriterStats): v
 }
 
 /** v2 list pages: read, read again because their language changed, or answered as kept (reads/list-page-cache.ts). */
-export function registerPageCacheMetrics(registry: Registry, pages: ListPageCache): void {
+export function registerPageCacheMetrics(registry: Registry, pages: readonly ListPageCache[]): void {
+  const sum = (count: (cache: ListPageCache) => number) => pages.reduce((total, cache) => total + count(cache), 0);
   registerScrapedCounter(
     registry,
     {
       name: 'sync_list_pages_total',
       help: 'v2 list pages this API process answered, by source: read (none kept), stale (kept, but its language was written since), reused (kept and unchanged)',
     },
-    () => ({ read: pages.stats.read, stale: pages.stats.stale, reused: pages.stats.reused }),
+    () => ({
+      read: sum((cache) => cache.stats.read),
+      stale: sum((cache) => cache.stats.stale),
+      reused: sum((cache) => cache.stats.reused),
+    }),
     'source',
   );
   registerScrapedGauge(
@@ -169,7 +176,7 @@ export function registerPageCacheMetrics(registry: Registry, pages: ListPageCach
       name: 'sync_list_page_cache_bytes',
       help: 'Bytes of v2 list pages kept by this API process to answer again (LIST_PAGE_CACHE_MB bounds it)',
     },
-    () => pages.keptBytes,
+    () => sum((cache) => cache.keptBytes),
   );
 }
 
@@ -218,6 +225,12 @@ export function createApiMetrics({
     write: pgPoolUsage(writePool),
     read: pgPoolUsage(readPool),
     copy: pgPoolUsage(copyPool),
+    ...Object.fromEntries(
+      (reads.replicaSet?.replicas ?? []).flatMap((replica) => [
+        [`replica_api:${replica.name}`, slonikPoolUsage(replica.target.db)],
+        [`replica_read:${replica.name}`, pgPoolUsage(replica.target.reader.pool)],
+      ]),
+    ),
   });
   return { registry, http: createHttpMetrics(registry), limits: createLimitMetrics(registry) };
 }

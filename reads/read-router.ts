@@ -56,7 +56,10 @@ export class ReadRouter {
         this.stats.replica += 1;
         return result;
       } catch (error) {
-        if (error instanceof AppError && error.status < 500) throw error;
+        if (error instanceof AppError && error.status < 500) {
+          this.stats.replica += 1;
+          throw error;
+        }
         replica.failures += 1;
         this.stats.fallbacks += 1;
         set.failed(replica, error);

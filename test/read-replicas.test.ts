@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HttpResponse, startEnvironment, type TestEnvironment } from './support/harness.js';
+import { drainWithWorker, type HttpResponse, startEnvironment, type TestEnvironment } from './support/harness.js';
 import { sample } from './support/metrics.js';
 import { pollUntil } from './support/poll.js';
 import { type PrivatePostgres, startPrivatePostgres } from './support/postgres.js';
@@ -209,5 +209,48 @@ describe.skipIf(!hasServerTools)('when the replica stops in the middle of reads'
       { timeoutMs: 15_000 },
     );
     expect(resumed).toEqual({ status: 200, onReplica: 2 });
+  });
+});
+
+describe.skipIf(!hasServerTools)('when the worker applies effects while the replica is held back', () => {
+  let quietEnv: TestEnvironment;
+  beforeAll(async () => {
+    // No worker of its own: the test runs one when the replica already has the write but not its effects.
+    quietEnv = await startEnvironment({ server: primary.url, replicas: [replica.url], worker: false });
+  }, 60_000);
+  afterAll(async () => {
+    await quietEnv?.close();
+  });
+
+  it('should show a stub made by the worker once sync-status has drained', async () => {
+    const shop = await openShop(quietEnv);
+    await shop.save('category', { id: 'child', name: 'Child', parent_category_id: 'parent' });
+    await replica.caughtUp();
+    // Until the API has seen the replica past the write (it reads it there, and finds no parent yet).
+    const before = await pollUntil(
+      async () => {
+        const counted = (await quietEnv.request('GET', '/metrics')).text;
+        const parent = await shop.get('/categories/parent');
+        const after = (await quietEnv.request('GET', '/metrics')).text;
+        return {
+          status: parent.status,
+          onReplica:
+            (sample(after, 'sync_reads_total', { target: 'replica' }) ?? 0) -
+            (sample(counted, 'sync_reads_total', { target: 'replica' }) ?? 0),
+        };
+      },
+      (value) => value.onReplica === 1,
+      { timeoutMs: 10_000 },
+    );
+    expect(before).toEqual({ status: 404, onReplica: 1 });
+    await replica.pauseReplay();
+    try {
+      await drainWithWorker(quietEnv);
+      const parent = await shop.get('/categories/parent');
+      expect(parent.status).toBe(200);
+      expect(parent.body).toMatchObject({ id: 'parent', name: null });
+    } finally {
+      await replica.resumeReplay();
+    }
   });
 });
