@@ -41,15 +41,16 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
   // Errors are answered by errorMiddleware; Koa's own handler would only log them twice.
   app.silent = true;
 
-  const readTargets = [deps.reads.primary, ...(deps.reads.replicaSet?.replicas ?? []).map((replica) => replica.target)];
+  // The replicas' pools and caches are opened when each first answers: counted as they are at scrape time.
+  const readTargets = () => deps.reads.targets();
   const metrics = createApiMetrics({
     db: deps.db,
     copyPool: deps.copyPool,
     writePool: deps.writer.pool,
     writerStats: deps.writer.stats,
     readPool: deps.reads.primary.reader.pool,
-    pages: readTargets.map((target) => target.reader.pages),
-    anchors: readTargets.map((target) => target.caches.anchors.stats),
+    pages: () => readTargets().map((target) => target.reader.pages),
+    anchors: () => readTargets().map((target) => target.caches.anchors.stats),
     reads: deps.reads,
     positions: deps.positions,
     queues: deps.queues,

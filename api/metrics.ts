@@ -50,9 +50,9 @@ export interface ApiMetricsSources {
   writerStats: WriterStats;
   readPool: Pool;
   /** The list page caches: the primary's, and each read replica's. */
-  pages: readonly ListPageCache[];
+  pages: () => readonly ListPageCache[];
   /** The deep pages' anchor reads (reads/list-anchors.ts), on the primary and on each read replica. */
-  anchors: readonly AnchorStats[];
+  anchors: () => readonly AnchorStats[];
   queues: Queue[];
   logger: Logger;
   waiter: FeedWaiter;
@@ -77,8 +77,9 @@ export function registerReadMetrics(registry: Registry, reads: ReadRouter, posit
   if (!replicas || !positions) return;
   registerScrapedCounter(
     registry,
-    { name: 'sync_replica_fallbacks_total', help: 'Reads begun on a replica that failed and were answered by the primary' },
-    () => reads.stats.fallbacks,
+    { name: 'sync_replica_fallbacks_total', help: 'Reads begun on each read replica that failed there and were answered by the primary' },
+    () => Object.fromEntries(replicas.replicas.map((replica) => [replica.name, replica.failures])),
+    'replica',
   );
   new Gauge({
     name: 'sync_replica_lag_bytes',
@@ -114,8 +115,8 @@ export function registerReadMetrics(registry: Registry, reads: ReadRouter, posit
 }
 
 /** Deep pages of the v2 lists (reads/list-anchors.ts): whether they start from an anchor, and how often anchors are read. */
-export function registerAnchorMetrics(registry: Registry, stats: readonly AnchorStats[]): void {
-  const sum = (key: keyof AnchorStats) => stats.reduce((total, each) => total + each[key], 0);
+export function registerAnchorMetrics(registry: Registry, stats: () => readonly AnchorStats[]): void {
+  const sum = (key: keyof AnchorStats) => stats().reduce((total, each) => total + each[key], 0);
   // Counted where they happen (list-anchors.ts); these counters show those counts at scrape time.
   registerScrapedCounter(
     registry,
@@ -155,8 +156,8 @@ export function registerWriterMetrics(registry: Registry, stats: WriterStats): v
 }
 
 /** v2 list pages: read, read again because their language changed, or answered as kept (reads/list-page-cache.ts). */
-export function registerPageCacheMetrics(registry: Registry, pages: readonly ListPageCache[]): void {
-  const sum = (count: (cache: ListPageCache) => number) => pages.reduce((total, cache) => total + count(cache), 0);
+export function registerPageCacheMetrics(registry: Registry, pages: () => readonly ListPageCache[]): void {
+  const sum = (count: (cache: ListPageCache) => number) => pages().reduce((total, cache) => total + count(cache), 0);
   registerScrapedCounter(
     registry,
     {
@@ -197,6 +198,9 @@ export function registerFeedMetrics(registry: Registry, waiter: FeedWaiter): voi
   );
 }
 
+/** A replica's pools before it first answered. */
+const UNOPENED = { active: 0, idle: 0, waiting: 0 };
+
 /** Everything the API's /metrics shows, in a registry of this app's own. */
 export function createApiMetrics({
   db,
@@ -227,8 +231,8 @@ export function createApiMetrics({
     copy: pgPoolUsage(copyPool),
     ...Object.fromEntries(
       (reads.replicaSet?.replicas ?? []).flatMap((replica) => [
-        [`replica_api:${replica.name}`, slonikPoolUsage(replica.target.db)],
-        [`replica_read:${replica.name}`, pgPoolUsage(replica.target.reader.pool)],
+        [`replica_api:${replica.name}`, () => (replica.target ? slonikPoolUsage(replica.target.db)() : UNOPENED)],
+        [`replica_read:${replica.name}`, () => (replica.target ? pgPoolUsage(replica.target.reader.pool)() : UNOPENED)],
       ]),
     ),
   });

@@ -10,6 +10,7 @@ import { createQueues, jobOptionsOf, settleConnections } from '../platform/queue
 import { createRedis } from '../platform/redis.js';
 import { PreparedReader } from '../reads/prepared-read.js';
 import { ReadCaches } from '../reads/read-caches.js';
+import type { ReadTarget } from '../reads/read-context.js';
 import { ReadReplicas, type Replica } from '../reads/read-replicas.js';
 import { ReadRouter } from '../reads/read-router.js';
 import { LiveLanguages } from '../records/live-languages.js';
@@ -32,7 +33,7 @@ export interface RunningApi {
  * The read replicas of DATABASE_REPLICA_URLS, each with pools and caches of
  * its own (reads/read-router.ts says what reads go there); undefined when
  * there are none, and then nothing about reads or writes changes. A replica
- * down at start-up is only left out until it answers.
+ * down at start-up is left out until it answers.
  */
 async function startReplicas(config: Config, primary: Database, primaryReader: PreparedReader, logger: Logger) {
   if (config.DATABASE_REPLICA_URLS.length === 0) return undefined;
@@ -40,17 +41,20 @@ async function startReplicas(config: Config, primary: Database, primaryReader: P
   const replicas: Replica[] = [];
   for (const url of config.DATABASE_REPLICA_URLS) {
     const name = new URL(url).host;
-    const db = await createDatabase(url, { maximumPoolSize: 10, statementTimeoutMs: timeoutMs, connectionTimeoutMs: timeoutMs });
-    const reader = new PreparedReader({
-      connectionString: url,
-      max: 10,
-      statementTimeoutMs: timeoutMs,
-      connectionTimeoutMs: timeoutMs,
-      pageCacheBytes: config.LIST_PAGE_CACHE_MB * 1024 * 1024,
-    });
-    reader.pool.on('error', (error) => logger.debug({ err: error.message, replica: name }, 'replica read pool error'));
-    const caches = new ReadCaches(db, primary);
-    replicas.push({ name, target: { db, reader, caches, replica: true }, unhealthyUntil: 0, failures: 0, polling: false });
+    // Opened by the first poll it answers: slonik's pool connects as it is created.
+    const open = async (): Promise<ReadTarget> => {
+      const db = await createDatabase(url, { maximumPoolSize: 10, statementTimeoutMs: timeoutMs, connectionTimeoutMs: timeoutMs });
+      const reader = new PreparedReader({
+        connectionString: url,
+        max: 10,
+        statementTimeoutMs: timeoutMs,
+        connectionTimeoutMs: timeoutMs,
+        pageCacheBytes: config.LIST_PAGE_CACHE_MB * 1024 * 1024,
+      });
+      reader.pool.on('error', (error) => logger.debug({ err: error.message, replica: name }, 'replica read pool error'));
+      return { db, reader, caches: new ReadCaches(db, primary), replica: true };
+    };
+    replicas.push({ name, open, unhealthyUntil: 0, failures: 0, polling: false, down: false });
   }
   const set = new ReadReplicas(primaryReader.pool, replicas, { pollMs: config.REPLICA_POLL_MS, logger });
   set.start();
@@ -185,8 +189,8 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
         await reader.end();
         replicas?.stop();
         for (const replica of replicas?.replicas ?? []) {
-          await replica.target.db.end();
-          await replica.target.reader.end();
+          await replica.target?.db.end();
+          await replica.target?.reader.end();
         }
         await copyPool.end();
         redis.disconnect();

@@ -7,7 +7,9 @@ import type { ReadTarget } from './read-context.js';
 export interface Replica {
   /** Its host and port, for metrics and logs (never its credentials). */
   name: string;
-  target: ReadTarget;
+  /** Its pools and caches, once opened (a replica down at start-up is opened when it first answers). */
+  target?: ReadTarget;
+  open(): Promise<ReadTarget>;
   /** How far it had replayed when last asked (a lower bound from then on); undefined until asked. */
   replayed?: bigint;
   /** Until when (epoch ms) it is left out after a failure. */
@@ -15,6 +17,8 @@ export interface Replica {
   /** Reads begun on it that failed and were read again from the primary. */
   failures: number;
   polling: boolean;
+  /** Failed since it last answered a poll: logged once when it goes, once when it is back. */
+  down: boolean;
 }
 
 const REPLAYED = `SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)::text AS position`;
@@ -64,9 +68,12 @@ export class ReadReplicas {
         if (replica.polling) return;
         replica.polling = true;
         try {
+          replica.target ??= await replica.open();
           const result = await replica.target.reader.pool.query<{ position: string | null }>(REPLAYED);
           const position = result.rows[0]?.position;
           if (position) replica.replayed = parseWalPosition(position);
+          if (replica.down) this.options.logger.info({ replica: replica.name }, 'read replica answers again');
+          replica.down = false;
         } catch (error) {
           this.failed(replica, error);
         } finally {
@@ -86,8 +93,9 @@ export class ReadReplicas {
     for (let step = 0; step < count; step += 1) {
       const index = (this.next + step) % count;
       const replica = this.replicas[index]!;
-      if (replica.unhealthyUntil > now || replica.replayed === undefined) continue;
-      if (position !== null && replica.replayed < position) continue;
+      const { target, replayed } = replica;
+      if (replica.unhealthyUntil > now || replayed === undefined || !target) continue;
+      if (position !== null && replayed < position) continue;
       this.next = index + 1;
       return replica;
     }
@@ -96,8 +104,9 @@ export class ReadReplicas {
 
   /** Leaves `replica` out for REPLICA_RETRY_MS. */
   failed(replica: Replica, error: unknown): void {
-    if (replica.unhealthyUntil <= Date.now()) {
-      this.options.logger.warn({ replica: replica.name, err: (error as Error).message }, 'read replica left out for a moment');
+    if (!replica.down) {
+      this.options.logger.warn({ replica: replica.name, err: (error as Error).message }, 'read replica failed: reads go elsewhere');
+      replica.down = true;
     }
     replica.unhealthyUntil = Date.now() + REPLICA_RETRY_MS;
   }

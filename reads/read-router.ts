@@ -28,8 +28,8 @@ import type { ReadReplicas } from './read-replicas.js';
  * a write makes for itself (the record a PUT answers with).
  */
 export class ReadRouter {
-  /** Reads answered, by where: for /metrics. `fallbacks`: begun on a replica that failed, answered by the primary. */
-  readonly stats = { primary: 0, replica: 0, fallbacks: 0 };
+  /** Reads answered, by where: for /metrics (each replica counts its own failures). */
+  readonly stats = { primary: 0, replica: 0 };
 
   constructor(
     readonly primary: ReadTarget,
@@ -41,6 +41,12 @@ export class ReadRouter {
     return this.replicas?.set;
   }
 
+  /** The servers reads run on, as far as opened: the primary, then each replica opened so far. */
+  targets(): ReadTarget[] {
+    const replicas = this.replicas?.set.replicas ?? [];
+    return [this.primary, ...replicas.flatMap((replica) => (replica.target ? [replica.target] : []))];
+  }
+
   /** Runs `read` for `accountId` on a replica that has its writes, or on the primary. */
   async read<T>(accountId: number, read: (target: ReadTarget) => Promise<T>): Promise<T> {
     if (!this.replicas) {
@@ -50,9 +56,10 @@ export class ReadRouter {
     const { set, positions } = this.replicas;
     const position = await positions.of(accountId).catch(() => undefined);
     const replica = position === undefined ? undefined : set.pick(position);
-    if (replica) {
+    const target = replica?.target;
+    if (replica && target) {
       try {
-        const result = await read(replica.target);
+        const result = await read(target);
         this.stats.replica += 1;
         return result;
       } catch (error) {
@@ -61,7 +68,6 @@ export class ReadRouter {
           throw error;
         }
         replica.failures += 1;
-        this.stats.fallbacks += 1;
         set.failed(replica, error);
       }
     }

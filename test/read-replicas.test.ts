@@ -4,6 +4,7 @@ import { drainWithWorker, type HttpResponse, startEnvironment, type TestEnvironm
 import { sample } from './support/metrics.js';
 import { pollUntil } from './support/poll.js';
 import { type PrivatePostgres, startPrivatePostgres } from './support/postgres.js';
+import { freePort } from './support/processes.js';
 import { type StreamingReplica, startStreamingReplica } from './support/replica.js';
 import { openShop, type Shop } from './support/v2-client.js';
 
@@ -193,6 +194,8 @@ describe.skipIf(!hasServerTools)('when the replica stops in the middle of reads'
       await Promise.all(loops);
     }
     expect(statuses.length).toBeGreaterThan(90);
+    // While it is down the replica is left out (a read in flight on it as it went was read again on the primary).
+    expect(sample(await metrics(), 'sync_replica_up', { replica: replicaName() })).toBe(0);
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
     expect(wrong).toEqual([]);
 
@@ -252,5 +255,27 @@ describe.skipIf(!hasServerTools)('when the worker applies effects while the repl
     } finally {
       await replica.resumeReplay();
     }
+  });
+});
+
+describe.skipIf(!hasServerTools)('when a replica cannot be reached from the start', () => {
+  let lonely: TestEnvironment;
+  beforeAll(async () => {
+    // Nothing listens on that port: the API starts anyway and leaves the replica out.
+    lonely = await startEnvironment({ server: primary.url, replicas: [`postgres://postgres@127.0.0.1:${await freePort()}`] });
+  }, 60_000);
+  afterAll(async () => {
+    await lonely?.close();
+  });
+
+  it('should answer every read from the primary and show the replica down', async () => {
+    const shop = await openShop(lonely);
+    await shop.save('product', { id: 'x1', name: 'Alone' });
+    const [one, list] = await readBack(shop, 'x1');
+    expect([one.status, one.body.name, list.status, list.body.data.length]).toEqual([200, 'Alone', 200, 1]);
+    const text = (await lonely.request('GET', '/metrics')).text;
+    expect(sample(text, 'sync_reads_total', { target: 'replica' })).toBe(0);
+    expect(sample(text, 'sync_reads_total', { target: 'primary' })).toBe(2);
+    expect(sample(text, 'sync_replica_up')).toBe(0);
   });
 });
