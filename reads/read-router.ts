@@ -13,10 +13,11 @@ import type { ReadReplicas } from './read-replicas.js';
  * (sync/write-positions.ts) and goes to a healthy replica at or past it, in
  * turn; to any healthy replica when the account wrote nothing lately; to
  * the primary when none qualifies or Redis cannot say. A replica that fails
- * (unreachable, an error, slower than REPLICA_STATEMENT_TIMEOUT_MS, a
- * language it does not show yet) is left out for a moment and the read runs
- * again on the primary: the client sees no error. A client's mistake (a
- * 4xx) is answered as it is: the primary would answer the same.
+ * (unreachable, an error, slower than REPLICA_STATEMENT_TIMEOUT_MS) is left
+ * out for a moment and the read runs again on the primary, as does one that
+ * finds a language the replica does not show yet: the client sees no error.
+ * A client's mistake (a 4xx) is answered as it is: the primary would answer
+ * the same.
  *
  * Stays on the primary, by not coming here: everything that reads state a
  * replica cannot have or a write position does not cover. The change feed
@@ -68,7 +69,8 @@ export class ReadRouter {
           throw error;
         }
         replica.failures += 1;
-        set.failed(replica, error);
+        // Behind is not broken: the replica stays in for the reads it can answer.
+        if (!(error instanceof ReplicaBehindError)) set.failed(replica, error);
       }
     }
     this.stats.primary += 1;
