@@ -24,7 +24,7 @@ import { type V2Dependencies, v2Router } from './routes/v2.router.js';
 
 /** What the API is built from: the process's pools, connections and per-process objects (the v2 router's among them). */
 export interface AppDependencies
-  extends Pick<V2Dependencies, 'db' | 'copyPool' | 'verifier' | 'notifier' | 'writer' | 'languages' | 'reader' | 'caches' | 'waiter'> {
+  extends Pick<V2Dependencies, 'db' | 'copyPool' | 'verifier' | 'notifier' | 'writer' | 'languages' | 'reads' | 'positions' | 'waiter'> {
   config: Config;
   redis: Redis;
   /** The request limiter's own connection: the limits of one tick's requests go to Redis in one script call. */
@@ -41,14 +41,18 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
   // Errors are answered by errorMiddleware; Koa's own handler would only log them twice.
   app.silent = true;
 
+  // The replicas' pools and caches are opened when each first answers: counted as they are at scrape time.
+  const readTargets = () => deps.reads.targets();
   const metrics = createApiMetrics({
     db: deps.db,
     copyPool: deps.copyPool,
     writePool: deps.writer.pool,
     writerStats: deps.writer.stats,
-    readPool: deps.reader.pool,
-    pages: deps.reader.pages,
-    anchors: deps.caches.anchors.stats,
+    readPool: deps.reads.primary.reader.pool,
+    pages: () => readTargets().map((target) => target.reader.pages),
+    anchors: () => readTargets().map((target) => target.caches.anchors.stats),
+    reads: deps.reads,
+    positions: deps.positions,
     queues: deps.queues,
     logger: deps.logger,
     waiter: deps.waiter,
@@ -98,6 +102,8 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
     notifier: deps.notifier,
     writer: deps.writer,
     languages: deps.languages,
+    reads: deps.reads,
+    positions: deps.positions,
     uploads,
     bodyTimeoutMs: deps.config.BODY_TIMEOUT_MS,
   };
@@ -126,8 +132,6 @@ export function createApp(deps: AppDependencies): Koa<AppState> {
           /^\/api\/v2(?:\/|$)/i,
           v2Router({
             ...interfaceDeps,
-            reader: deps.reader,
-            caches: deps.caches,
             waiter: deps.waiter,
             limiter,
             webhookAllowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE,

@@ -17,8 +17,10 @@ import {
 } from '../platform/metrics.js';
 import type { AnchorStats } from '../reads/list-anchors.js';
 import type { ListPageCache } from '../reads/list-page-cache.js';
+import type { ReadRouter } from '../reads/read-router.js';
 import type { WriterStats } from '../sync/prepared-write.js';
 import { outboxCounts } from '../sync/status.repository.js';
+import type { WritePositions } from '../sync/write-positions.js';
 
 /** The outbox backlog: accepted changes whose effects are not applied yet, and changes set aside as failed. */
 export function registerOutboxMetrics(registry: Registry, db: Database, logger: Logger): void {
@@ -47,16 +49,74 @@ export interface ApiMetricsSources {
   writePool: Pool;
   writerStats: WriterStats;
   readPool: Pool;
-  pages: ListPageCache;
-  /** The deep pages' anchor reads (reads/list-anchors.ts). */
-  anchors: AnchorStats;
+  /** The list page caches: the primary's, and each read replica's. */
+  pages: () => readonly ListPageCache[];
+  /** The deep pages' anchor reads (reads/list-anchors.ts), on the primary and on each read replica. */
+  anchors: () => readonly AnchorStats[];
   queues: Queue[];
   logger: Logger;
   waiter: FeedWaiter;
+  /** Where reads ran (reads/read-router.ts). */
+  reads: ReadRouter;
+  /** With read replicas: accounts' write positions kept (sync/write-positions.ts). */
+  positions: WritePositions | undefined;
+}
+
+/** Reads by where they ran and, with read replicas, each replica's lag and health and the write positions kept. */
+export function registerReadMetrics(registry: Registry, reads: ReadRouter, positions: WritePositions | undefined): void {
+  registerScrapedCounter(
+    registry,
+    {
+      name: 'sync_reads_total',
+      help: 'Routed reads (v2 GETs of records and languages, the v1 profile lookup) this API process answered, by the server that answered',
+    },
+    () => ({ primary: reads.stats.primary, replica: reads.stats.replica }),
+    'target',
+  );
+  const replicas = reads.replicaSet;
+  if (!replicas || !positions) return;
+  registerScrapedCounter(
+    registry,
+    { name: 'sync_replica_fallbacks_total', help: 'Reads begun on each read replica that failed there and were answered by the primary' },
+    () => Object.fromEntries(replicas.replicas.map((replica) => [replica.name, replica.failures])),
+    'replica',
+  );
+  new Gauge({
+    name: 'sync_replica_lag_bytes',
+    help: 'WAL bytes each read replica had still to replay when last asked (every REPLICA_POLL_MS)',
+    labelNames: ['replica'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const replica of replicas.replicas) {
+        const lag = replicas.lagBytes(replica);
+        if (lag !== undefined) this.set({ replica: replica.name }, lag);
+      }
+    },
+  });
+  new Gauge({
+    name: 'sync_replica_up',
+    help: '1 while a read replica is used; 0 while it is left out after a failure',
+    labelNames: ['replica'],
+    registers: [registry],
+    collect() {
+      for (const replica of replicas.replicas) this.set({ replica: replica.name }, replicas.healthy(replica) ? 1 : 0);
+    },
+  });
+  registerScrapedCounter(
+    registry,
+    {
+      name: 'sync_write_positions_total',
+      help: "Accounts' write positions this API process kept for read-your-writes (recorded), or could not keep (failed)",
+    },
+    () => ({ recorded: positions.stats.recorded, failed: positions.stats.failed }),
+    'outcome',
+  );
 }
 
 /** Deep pages of the v2 lists (reads/list-anchors.ts): whether they start from an anchor, and how often anchors are read. */
-export function registerAnchorMetrics(registry: Registry, stats: AnchorStats): void {
+export function registerAnchorMetrics(registry: Registry, stats: () => readonly AnchorStats[]): void {
+  const sum = (key: keyof AnchorStats) => stats().reduce((total, each) => total + each[key], 0);
   // Counted where they happen (list-anchors.ts); these counters show those counts at scrape time.
   registerScrapedCounter(
     registry,
@@ -64,7 +124,7 @@ export function registerAnchorMetrics(registry: Registry, stats: AnchorStats): v
       name: 'sync_list_anchor_reads_total',
       help: 'Deep-page anchor reads of v2 lists this API process started (outcome read), and those that failed',
     },
-    () => ({ read: stats.read, failed: stats.failed }),
+    () => ({ read: sum('read'), failed: sum('failed') }),
     'outcome',
   );
   registerScrapedCounter(
@@ -73,7 +133,7 @@ export function registerAnchorMetrics(registry: Registry, stats: AnchorStats): v
       name: 'sync_list_deep_pages_total',
       help: 'v2 list pages starting 1,000 or more items in, by how they started: from an anchor, or walked from the nearer end',
     },
-    () => ({ anchor: stats.fromAnchor, walked: stats.walked }),
+    () => ({ anchor: sum('fromAnchor'), walked: sum('walked') }),
     'start',
   );
 }
@@ -96,14 +156,19 @@ export function registerWriterMetrics(registry: Registry, stats: WriterStats): v
 }
 
 /** v2 list pages: read, read again because their language changed, or answered as kept (reads/list-page-cache.ts). */
-export function registerPageCacheMetrics(registry: Registry, pages: ListPageCache): void {
+export function registerPageCacheMetrics(registry: Registry, pages: () => readonly ListPageCache[]): void {
+  const sum = (count: (cache: ListPageCache) => number) => pages().reduce((total, cache) => total + count(cache), 0);
   registerScrapedCounter(
     registry,
     {
       name: 'sync_list_pages_total',
       help: 'v2 list pages this API process answered, by source: read (none kept), stale (kept, but its language was written since), reused (kept and unchanged)',
     },
-    () => ({ read: pages.stats.read, stale: pages.stats.stale, reused: pages.stats.reused }),
+    () => ({
+      read: sum((cache) => cache.stats.read),
+      stale: sum((cache) => cache.stats.stale),
+      reused: sum((cache) => cache.stats.reused),
+    }),
     'source',
   );
   registerScrapedGauge(
@@ -112,7 +177,7 @@ export function registerPageCacheMetrics(registry: Registry, pages: ListPageCach
       name: 'sync_list_page_cache_bytes',
       help: 'Bytes of v2 list pages kept by this API process to answer again (LIST_PAGE_CACHE_MB bounds it)',
     },
-    () => pages.keptBytes,
+    () => sum((cache) => cache.keptBytes),
   );
 }
 
@@ -133,6 +198,9 @@ export function registerFeedMetrics(registry: Registry, waiter: FeedWaiter): voi
   );
 }
 
+/** A replica's pools before it first answered. */
+const UNOPENED = { active: 0, idle: 0, waiting: 0 };
+
 /** Everything the API's /metrics shows, in a registry of this app's own. */
 export function createApiMetrics({
   db,
@@ -145,6 +213,8 @@ export function createApiMetrics({
   queues,
   logger,
   waiter,
+  reads,
+  positions,
 }: ApiMetricsSources) {
   const registry = createMetricsRegistry('api');
   registerWriterMetrics(registry, writerStats);
@@ -153,11 +223,18 @@ export function createApiMetrics({
   registerQueueMetrics(registry, queues, logger);
   registerOutboxMetrics(registry, db, logger);
   registerAnchorMetrics(registry, anchors);
+  registerReadMetrics(registry, reads, positions);
   registerPoolMetrics(registry, {
     api: slonikPoolUsage(db),
     write: pgPoolUsage(writePool),
     read: pgPoolUsage(readPool),
     copy: pgPoolUsage(copyPool),
+    ...Object.fromEntries(
+      (reads.replicaSet?.replicas ?? []).flatMap((replica) => [
+        [`replica_api:${replica.name}`, () => (replica.target ? slonikPoolUsage(replica.target.db)() : UNOPENED)],
+        [`replica_read:${replica.name}`, () => (replica.target ? pgPoolUsage(replica.target.reader.pool)() : UNOPENED)],
+      ]),
+    ),
   });
   return { registry, http: createHttpMetrics(registry), limits: createLimitMetrics(registry) };
 }

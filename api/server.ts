@@ -4,15 +4,19 @@ import pg from 'pg';
 import { TokenVerifier } from '../auth/token-verifier.js';
 import { FeedWaiter } from '../feed/feed.waiter.js';
 import type { Config } from '../platform/config.js';
-import { createDatabase } from '../platform/db.js';
+import { createDatabase, type Database } from '../platform/db.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import { createQueues, jobOptionsOf, settleConnections } from '../platform/queue.js';
 import { createRedis } from '../platform/redis.js';
 import { PreparedReader } from '../reads/prepared-read.js';
 import { ReadCaches } from '../reads/read-caches.js';
+import type { ReadTarget } from '../reads/read-context.js';
+import { ReadReplicas, type Replica } from '../reads/read-replicas.js';
+import { ReadRouter } from '../reads/read-router.js';
 import { LiveLanguages } from '../records/live-languages.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { PreparedWriter } from '../sync/prepared-write.js';
+import { WritePositions } from '../sync/write-positions.js';
 import { createApp } from './app.js';
 import { ConnectionGuard } from './connection-guard.js';
 import type { AppState } from './context.js';
@@ -23,6 +27,38 @@ export interface RunningApi {
   app: Koa<AppState>;
   port: number;
   close(): Promise<void>;
+}
+
+/**
+ * The read replicas of DATABASE_REPLICA_URLS, each with pools and caches of
+ * its own (reads/read-router.ts says what reads go there); undefined when
+ * there are none, and then nothing about reads or writes changes. A replica
+ * down at start-up is left out until it answers.
+ */
+async function startReplicas(config: Config, primary: Database, primaryReader: PreparedReader, logger: Logger) {
+  if (config.DATABASE_REPLICA_URLS.length === 0) return undefined;
+  const timeoutMs = config.REPLICA_STATEMENT_TIMEOUT_MS;
+  const replicas: Replica[] = [];
+  for (const url of config.DATABASE_REPLICA_URLS) {
+    const name = new URL(url).host;
+    // Opened by the first poll it answers: slonik's pool connects as it is created.
+    const open = async (): Promise<ReadTarget> => {
+      const db = await createDatabase(url, { maximumPoolSize: 10, statementTimeoutMs: timeoutMs, connectionTimeoutMs: timeoutMs });
+      const reader = new PreparedReader({
+        connectionString: url,
+        max: 10,
+        statementTimeoutMs: timeoutMs,
+        connectionTimeoutMs: timeoutMs,
+        pageCacheBytes: config.LIST_PAGE_CACHE_MB * 1024 * 1024,
+      });
+      reader.pool.on('error', (error) => logger.debug({ err: error.message, replica: name }, 'replica read pool error'));
+      return { db, reader, caches: new ReadCaches(db, primary), replica: true };
+    };
+    replicas.push({ name, open, unhealthyUntil: 0, failures: 0, polling: false, down: false });
+  }
+  const set = new ReadReplicas(primaryReader.pool, replicas, { pollMs: config.REPLICA_POLL_MS, logger });
+  set.start();
+  return set;
 }
 
 /** How long close() lets in-flight requests run before cutting their connections (below bin/run.ts's grace). */
@@ -51,6 +87,15 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   // Every request's limit is counted in Redis, the requests of one tick in one script call (auth/request-limiter.ts).
   const limitsRedis = createRedis(config.REDIS_URL, 'producer');
   limitsRedis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
+  const replicas = await startReplicas(config, db, reader, logger);
+  const positions =
+    replicas &&
+    new WritePositions(db, redis, {
+      prefix: config.QUEUE_PREFIX,
+      ttlS: config.READ_POSITION_TTL_S,
+      onFailure: (error) => logger.warn({ err: error.message }, 'write position not kept: its account reads from the primary here'),
+    });
+  const reads = new ReadRouter({ db, reader, caches, replica: false }, replicas && positions && { set: replicas, positions });
   const verifier = new TokenVerifier(db, config.DATABASE_URL, logger);
   await verifier.start();
   // One LISTEN connection for every change feed request waiting in this process.
@@ -71,8 +116,8 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     db,
     copyPool,
     writer,
-    reader,
-    caches,
+    reads,
+    positions,
     languages,
     redis,
     limitsRedis,
@@ -142,6 +187,11 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
         await db.end();
         await writer.end();
         await reader.end();
+        replicas?.stop();
+        for (const replica of replicas?.replicas ?? []) {
+          await replica.target?.db.end();
+          await replica.target?.reader.end();
+        }
         await copyPool.end();
         redis.disconnect();
         limitsRedis.disconnect();

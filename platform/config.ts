@@ -51,8 +51,37 @@ const url = (fallback: string, protocols: string[]) =>
       }
     });
 
+/** A comma-separated list of URLs (empty or absent: none). */
+const urlList = (protocols: string[]) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      const items = (value ?? '')
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '');
+      for (const item of items) {
+        try {
+          if (!protocols.includes(new URL(item).protocol)) throw new Error('protocol');
+        } catch {
+          ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be comma-separated ${protocols.join(' or ')}// URLs` });
+          return z.NEVER;
+        }
+      }
+      return items;
+    });
+
 const environmentSchema = z.object({
   DATABASE_URL: url('postgres://postgres@127.0.0.1:5432/commerce_sync', ['postgres:', 'postgresql:']),
+  // Streaming read replicas of DATABASE_URL (reads/read-router.ts); none by default: every read goes to DATABASE_URL.
+  DATABASE_REPLICA_URLS: urlList(['postgres:', 'postgresql:']),
+  // A replica's statement (and connection) timeout: a slower answer is read again from the primary.
+  REPLICA_STATEMENT_TIMEOUT_MS: integer(2_000, 10, 600_000),
+  // How often each API process reads how far each replica has replayed.
+  REPLICA_POLL_MS: integer(100, 10, 60_000),
+  // How long an account's last write position is kept: reads after it need a replica replayed that far.
+  READ_POSITION_TTL_S: integer(600, 1, 86_400),
   REDIS_URL: url('redis://127.0.0.1:6379', ['redis:', 'rediss:']),
   PORT: integer(3000, 0, 65535),
   HOST: optionalString.transform((value) => value ?? '0.0.0.0'),

@@ -69,6 +69,8 @@ export type Database = DatabasePool;
 export interface PoolOptions {
   maximumPoolSize?: number;
   statementTimeoutMs?: number;
+  /** How long a query waits for a connection (5 s unless given). */
+  connectionTimeoutMs?: number;
 }
 
 export async function createDatabase(connectionUri: string, options: PoolOptions = {}): Promise<Database> {
@@ -80,7 +82,7 @@ export async function createDatabase(connectionUri: string, options: PoolOptions
     maximumPoolSize: options.maximumPoolSize ?? 10,
     statementTimeout: options.statementTimeoutMs ?? 30_000,
     idleTimeout: 10_000,
-    connectionTimeout: 5_000,
+    connectionTimeout: options.connectionTimeoutMs ?? 5_000,
     captureStackTrace: false,
     // slonik's default sends DISCARD ALL after every release: a second round trip per query, and it throws away
     // the plans of write_record and the other cached statements. Nothing here keeps session state on a pooled

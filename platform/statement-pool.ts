@@ -25,6 +25,8 @@ export interface StatementPoolOptions {
   max: number;
   /** Per statement, like the slonik pool's statement timeout. */
   statementTimeoutMs: number;
+  /** How long a caller waits for a connection (5 s unless given). */
+  connectionTimeoutMs?: number;
   applicationName?: string;
   /** Session settings (`-c name=value ...`). */
   options?: string;
@@ -35,7 +37,7 @@ export function createStatementPool(options: StatementPoolOptions): pg.Pool {
     connectionString: options.connectionString,
     max: options.max,
     idleTimeoutMillis: 10_000,
-    connectionTimeoutMillis: 5_000,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 5_000,
     statement_timeout: options.statementTimeoutMs,
     application_name: options.applicationName,
     options: options.options,

@@ -4,7 +4,7 @@ import { ListAnchors } from './list-anchors.js';
 import type { ListPage } from './list-statement.js';
 import { ListStatementCache } from './list-statement-cache.js';
 
-/** What the v2 reads keep in an API process: built once at start-up (api/server.ts) and passed to every read. */
+/** What the v2 reads keep in an API process, per server they read from: built once at start-up (api/server.ts) and passed to every read. */
 export class ReadCaches {
   /** The list statements built, per structure. */
   readonly statements = new ListStatementCache();
@@ -19,8 +19,13 @@ export class ReadCaches {
    */
   readonly answered = new WeakMap<ListPage, Buffer>();
 
-  constructor(db: Database) {
+  /**
+   * `db`: where the pages these caches serve are read (the primary or one
+   * replica: anchors are only valid in that server's snapshots); `primary`:
+   * where counters are folded (a write).
+   */
+  constructor(db: Database, primary: Database = db) {
     this.anchors = new ListAnchors(db);
-    this.folds = new CounterFolds(db);
+    this.folds = new CounterFolds(primary);
   }
 }

@@ -20,6 +20,7 @@ import type { ItemShape } from './item-shape.js';
 import { listPage } from './list-page.js';
 import type { ListParent, ListPosition, ListRequest, ListScope } from './list-request.js';
 import { type ListJson, listJson, type ReadContext } from './read-context.js';
+import { ReplicaBehindError } from './read-router.js';
 import { type Item, type Line, presentRecords } from './record-presenter.js';
 import { CATEGORY_SUMMARY, PRODUCT, PRODUCT_SUMMARY, PROFILE_SUMMARY, SHAPES, VARIANT_SUMMARY } from './v2-shapes.js';
 
@@ -76,6 +77,8 @@ async function listOf(context: ReadContext, languageId: string, rawQuery: Record
   };
   const { page, reused } = await listPage(context.reader, context.caches.statements, langKey, request);
   if (!page.language_live) {
+    // A replica behind the primary's languages would say so on every try: the primary answers instead.
+    if (context.replica) throw new ReplicaBehindError(`language ${languageId}`);
     // Deleted since it was cached: looked up again, it is gone (404) or created again under a new key.
     context.languages.forget(context.accountId, languageId);
     return listOf(context, languageId, rawQuery, spec);

@@ -18,6 +18,7 @@ import { createRedis } from '../platform/redis.js';
 import { auditBlockStats } from '../sync/audit-blocks.js';
 import { jobIds, RETENTION_EVERY_MS } from '../sync/job-ids.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
+import { WritePositions } from '../sync/write-positions.js';
 import { WebhookWaker } from '../webhooks/webhook.waker.js';
 import { assertRegistryComplete, processors } from './processors/index.js';
 import type { Processor, ProcessorContext } from './processors/processor.js';
@@ -69,10 +70,20 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     () => auditBlockStats(db),
     (error) => logger.debug({ err: error.message }, 'retention metrics unavailable'),
   );
+  // With read replicas, a connection that fails at once while Redis is away (the worker's own wait for it).
+  const positionsRedis = config.DATABASE_REPLICA_URLS.length > 0 ? createRedis(config.REDIS_URL, 'producer') : undefined;
+  positionsRedis?.on('error', (error) => logger.debug({ err: error.message }, 'redis connection error'));
   const context: ProcessorContext = {
     db,
     logger,
     notifier: new OutboxNotifier(queues.effects, logger),
+    ...(positionsRedis && {
+      positions: new WritePositions(db, positionsRedis, {
+        prefix: config.QUEUE_PREFIX,
+        ttlS: config.READ_POSITION_TTL_S,
+        onFailure: (error) => logger.warn({ err: error.message }, 'write position not kept'),
+      }),
+    }),
     drainOptions: {
       sliceSize: config.APPLIER_SLICE_SIZE,
       budgetMs: config.APPLIER_RUN_MS,
@@ -176,6 +187,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
         );
         await Promise.all(Object.values(queues).map((queue) => queue.close()));
         connection.disconnect();
+        positionsRedis?.disconnect();
         for (const workerConnection of workerConnections) workerConnection.disconnect();
         await metricsServer.close();
         await db.end();

@@ -9,17 +9,20 @@ import { languageWriteValidators } from '../../catalogue/language.schema.js';
 import { KINDS, RECORD_KINDS } from '../../catalogue/record-kinds.js';
 import { parseOrThrow } from '../../catalogue/validation.js';
 import type { Database } from '../../platform/db.js';
+import type { ReadRouter } from '../../reads/read-router.js';
 import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
 import type { LiveLanguages } from '../../records/live-languages.js';
 import { lookupProfile, removeRecord, saveRecord } from '../../records/record.service.js';
 import type { WriteContext } from '../../records/write-context.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
 import type { PreparedWriter } from '../../sync/prepared-write.js';
+import type { WritePositions } from '../../sync/write-positions.js';
 import { type AppContext, type AppState, principalOf, writeContextOf } from '../context.js';
 import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
 import { refuseLongPathIds } from '../middleware/path-ids.middleware.js';
 import { requestLimitMiddleware } from '../middleware/request-limit.middleware.js';
+import { writePositionMiddleware } from '../middleware/write-position.middleware.js';
 import { addBulkRoutes } from './bulk.router.js';
 
 export interface V1Dependencies {
@@ -29,6 +32,10 @@ export interface V1Dependencies {
   notifier: OutboxNotifier;
   writer: PreparedWriter;
   languages: LiveLanguages;
+  /** Where reads run: the primary, or a replica that has the account's writes (reads/read-router.ts). */
+  reads: ReadRouter;
+  /** Where accounts' last writes are kept, with read replicas only (sync/write-positions.ts). */
+  positions: WritePositions | undefined;
   /** Per-account request limits; undefined when RATE_LIMIT_ENABLED is false. */
   limiter: RequestLimiter | undefined;
   uploads: UploadLimits;
@@ -43,9 +50,22 @@ const profileQuerySchema = z
   })
   .strict();
 
-export function v1Router({ db, copyPool, verifier, notifier, writer, languages, limiter, uploads, bodyTimeoutMs }: V1Dependencies) {
+export function v1Router({
+  db,
+  copyPool,
+  verifier,
+  notifier,
+  writer,
+  languages,
+  reads,
+  positions,
+  limiter,
+  uploads,
+  bodyTimeoutMs,
+}: V1Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v1' });
   router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
+  if (positions) router.use(writePositionMiddleware(positions));
   const body = bodyMiddleware({ timeoutMs: bodyTimeoutMs });
   const writeServices = { db, languages, writer, notifier };
   const context = (ctx: AppContext): WriteContext => writeContextOf(writeServices, ctx);
@@ -64,7 +84,8 @@ export function v1Router({ db, copyPool, verifier, notifier, writer, languages, 
 
   router.get('/languages/:language_id/profiles', async (ctx: AppContext) => {
     const query = parseOrThrow(profileQuerySchema, { ...ctx.query });
-    const profile = await lookupProfile(db, principalOf(ctx).accountId, ctx.params['language_id']!, query);
+    const accountId = principalOf(ctx).accountId;
+    const profile = await reads.read(accountId, (target) => lookupProfile(target.db, accountId, ctx.params['language_id']!, query));
     ctx.body = { profile };
   });
 

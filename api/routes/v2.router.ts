@@ -5,9 +5,7 @@ import { KINDS, LINE_LISTS, LINK_WRITERS, type LineParent, RECORD_KINDS, STORED_
 import type { FeedWaiter } from '../../feed/feed.waiter.js';
 import { LanguageNotFoundError } from '../../platform/errors.js';
 import { getLanguage, listLanguages } from '../../reads/language-read.service.js';
-import type { PreparedReader } from '../../reads/prepared-read.js';
 import { getRecord, listLines, listRecords, listSubListing, presentStored, type SubListing } from '../../reads/read.service.js';
-import type { ReadCaches } from '../../reads/read-caches.js';
 import type { ListJson, ReadContext } from '../../reads/read-context.js';
 import { listAttributeDefinitions, saveAttributeDefinition } from '../../records/attribute-definition.service.js';
 import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
@@ -18,6 +16,7 @@ import { bearerMiddleware } from '../middleware/bearer.middleware.js';
 import { bodyMiddleware } from '../middleware/body.middleware.js';
 import { refuseLongPathIds } from '../middleware/path-ids.middleware.js';
 import { requestLimitMiddleware } from '../middleware/request-limit.middleware.js';
+import { writePositionMiddleware } from '../middleware/write-position.middleware.js';
 import { registerV2Paths } from '../openapi/v2.openapi.js';
 import { registerOpenApi } from '../openapi.js';
 import { addBulkRoutes } from './bulk.router.js';
@@ -26,11 +25,8 @@ import { addFeedRoutes } from './feed.router.js';
 import type { V1Dependencies } from './v1.router.js';
 import { addWebhookRoutes } from './webhooks.router.js';
 
-/** What v2 needs beyond what v1 does: the reads, the feed's waiter, and the webhooks' address rule. */
+/** What v2 needs beyond what v1 does: the feed's waiter and the webhooks' address rule. */
 export interface V2Dependencies extends V1Dependencies {
-  reader: PreparedReader;
-  /** The v2 reads' caches of this process (reads/read-caches.ts). */
-  caches: ReadCaches;
   /** Where the change feed's long polls wait (feed/feed.waiter.ts). */
   waiter: FeedWaiter;
   /** WEBHOOK_ALLOW_PRIVATE: webhooks may call http and internal addresses (interface §23.6). */
@@ -58,8 +54,8 @@ export function v2Router({
   notifier,
   writer,
   languages,
-  reader,
-  caches,
+  reads,
+  positions,
   waiter,
   limiter,
   uploads,
@@ -68,10 +64,17 @@ export function v2Router({
 }: V2Dependencies) {
   const router = new Router<AppState>({ prefix: '/api/v2' });
   router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
+  if (positions) router.use(writePositionMiddleware(positions));
   const body = bodyMiddleware({ timeoutMs: bodyTimeoutMs });
   const writeServices = { db, languages, writer, notifier };
   const writing = (ctx: AppContext): WriteContext => writeContextOf(writeServices, ctx);
-  const reading = (ctx: AppContext): ReadContext => ({ db, reader, caches, languages, accountId: principalOf(ctx).accountId });
+  /** A write's own reads: on the primary. */
+  const reading = (ctx: AppContext): ReadContext => ({ ...reads.primary, languages, accountId: principalOf(ctx).accountId });
+  /** A GET's read: on a replica that has the account's writes, or the primary. */
+  const routed = <T>(ctx: AppContext, read: (context: ReadContext) => Promise<T>): Promise<T> => {
+    const accountId = principalOf(ctx).accountId;
+    return reads.read(accountId, (target) => read({ ...target, languages, accountId }));
+  };
   const param = (ctx: AppContext, name: string) => ctx.params[name]!;
   const query = (ctx: AppContext) => ({ ...ctx.query }) as Record<string, unknown>;
   /** Lists arrive serialised (their JSON is built by the database). */
@@ -81,7 +84,7 @@ export function v2Router({
   };
 
   router.get('/languages', async (ctx: AppContext) => {
-    sendList(ctx, await listLanguages(reading(ctx), query(ctx)));
+    sendList(ctx, await routed(ctx, (context) => listLanguages(context, query(ctx))));
   });
 
   router.put('/languages', body, async (ctx: AppContext) => {
@@ -90,7 +93,7 @@ export function v2Router({
   });
 
   router.get('/languages/:language_id', async (ctx: AppContext) => {
-    ctx.body = await getLanguage(reading(ctx), param(ctx, 'language_id'));
+    ctx.body = await routed(ctx, (context) => getLanguage(context, param(ctx, 'language_id')));
   });
 
   router.delete('/languages/:language_id', async (ctx: AppContext) => {
@@ -104,7 +107,7 @@ export function v2Router({
   });
 
   router.get('/custom_attributes', async (ctx: AppContext) => {
-    ctx.body = await listAttributeDefinitions(db, principalOf(ctx).accountId, query(ctx));
+    ctx.body = await routed(ctx, (context) => listAttributeDefinitions(context.db, context.accountId, query(ctx)));
   });
 
   addBulkRoutes(router, { db, copyPool, notifier, uploads }, 'v2');
@@ -138,7 +141,10 @@ export function v2Router({
   ];
   for (const [path, listing, parent] of subListings) {
     router.get(path, async (ctx: AppContext) => {
-      sendList(ctx, await listSubListing(reading(ctx), param(ctx, 'language_id'), listing, param(ctx, parent), query(ctx)));
+      sendList(
+        ctx,
+        await routed(ctx, (context) => listSubListing(context, param(ctx, 'language_id'), listing, param(ctx, parent), query(ctx))),
+      );
     });
   }
 
@@ -158,7 +164,10 @@ export function v2Router({
   for (const parent of Object.keys(LINE_LISTS) as LineParent[]) {
     const base = `/languages/:language_id/${KINDS[parent].segment}/:parent_id/products`;
     router.get(base, async (ctx: AppContext) => {
-      sendList(ctx, await listLines(reading(ctx), param(ctx, 'language_id'), parent, param(ctx, 'parent_id'), query(ctx)));
+      sendList(
+        ctx,
+        await routed(ctx, (context) => listLines(context, param(ctx, 'language_id'), parent, param(ctx, 'parent_id'), query(ctx))),
+      );
     });
     const putLineRoute = async (ctx: AppContext) => {
       const parentId = param(ctx, 'parent_id');
@@ -186,12 +195,12 @@ export function v2Router({
 
   for (const kind of STORED_KINDS) {
     router.get(`/languages/:language_id/${KINDS[kind].segment}`, async (ctx: AppContext) => {
-      sendList(ctx, await listRecords(reading(ctx), param(ctx, 'language_id'), kind, query(ctx)));
+      sendList(ctx, await routed(ctx, (context) => listRecords(context, param(ctx, 'language_id'), kind, query(ctx))));
     });
   }
   for (const kind of V2_READABLE) {
     router.get(`/languages/:language_id/${KINDS[kind].segment}/:record_id`, async (ctx: AppContext) => {
-      ctx.body = await getRecord(reading(ctx), param(ctx, 'language_id'), kind, param(ctx, 'record_id'));
+      ctx.body = await routed(ctx, (context) => getRecord(context, param(ctx, 'language_id'), kind, param(ctx, 'record_id')));
     });
   }
 

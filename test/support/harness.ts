@@ -53,8 +53,8 @@ export interface TestEnvironment {
 
 export const uniqueName = (prefix: string) => `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
 
-export async function dropDatabase(name: string): Promise<void> {
-  const client = new pg.Client({ connectionString: `${POSTGRES_URL}/postgres` });
+export async function dropDatabase(name: string, server = POSTGRES_URL): Promise<void> {
+  const client = new pg.Client({ connectionString: `${server}/postgres` });
   await client.connect();
   try {
     await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
@@ -63,9 +63,9 @@ export async function dropDatabase(name: string): Promise<void> {
   }
 }
 
-export function testConfig(databaseName: string, overrides: Record<string, string> = {}): Config {
+export function testConfig(databaseName: string, overrides: Record<string, string> = {}, server = POSTGRES_URL): Config {
   return parseConfig({
-    DATABASE_URL: `${POSTGRES_URL}/${databaseName}`,
+    DATABASE_URL: `${server}/${databaseName}`,
     REDIS_URL,
     PORT: '0',
     HOST: '127.0.0.1',
@@ -110,15 +110,28 @@ export async function httpRequest(baseUrl: string, method: string, path: string,
   return result;
 }
 
+export interface EnvironmentOptions {
+  worker?: boolean;
+  env?: Record<string, string>;
+  logger?: Logger;
+  /** The Postgres server of the test's database (`postgres://…:port`, no database): the shared one unless given. */
+  server?: string;
+  /** Streaming replicas of `server` (no database): DATABASE_REPLICA_URLS names the test's database on each. */
+  replicas?: readonly string[];
+}
+
 /**
  * A fresh database (migrated), the real API on a free port and, unless
  * `worker: false`, a real worker, all on their own queue prefix.
  */
-export async function startEnvironment(
-  options: { worker?: boolean; env?: Record<string, string>; logger?: Logger } = {},
-): Promise<TestEnvironment> {
+export async function startEnvironment(options: EnvironmentOptions = {}): Promise<TestEnvironment> {
   const databaseName = uniqueName('cs_test');
-  const config = testConfig(databaseName, options.env);
+  const replicaUrls = (options.replicas ?? []).map((replica) => `${replica}/${databaseName}`).join(',');
+  const config = testConfig(
+    databaseName,
+    { ...(replicaUrls ? { DATABASE_REPLICA_URLS: replicaUrls } : {}), ...options.env },
+    options.server,
+  );
   await migrate(config.DATABASE_URL);
   const logger = options.logger ?? createLogger(config.LOG_LEVEL, 'test');
   const api = await startApi(config, logger);
@@ -152,7 +165,7 @@ export async function startEnvironment(
       await api.close();
       await worker?.close();
       await db.end();
-      await dropDatabase(databaseName);
+      await dropDatabase(databaseName, options.server);
     },
   };
 }

@@ -27,7 +27,7 @@ const crossesAnalyzeMark = (from: number, to: number) => {
 
 export const processBulkProcessor: Processor<'process-bulk'> = async (
   job,
-  { db, notifier, logger, maxEffectsBacklog, drainOptions, metrics },
+  { db, notifier, logger, maxEffectsBacklog, drainOptions, metrics, positions },
 ) => {
   const { bulkJobId } = job.data;
   if (typeof bulkJobId !== 'string') throw new UnrecoverableError('process-bulk needs a bulkJobId');
@@ -44,6 +44,7 @@ export const processBulkProcessor: Processor<'process-bulk'> = async (
     if (langKey !== undefined && !(await effectsCaughtUp(db, langKey, maxEffectsBacklog, deadline))) break;
     const result = await applyBulkBatch(db, bulkJobId, { batchSize: BATCH, logger, sliceSize: drainOptions.sliceSize, prefetcher });
     applied += result.applied;
+    if (positions && result.applied > 0 && result.langKey !== undefined) await positions.wroteIn(result.langKey);
     if (result.appliedInTurn) metrics.changesApplied.inc({ by: 'bulk_in_turn' }, result.appliedInTurn);
     if (result.lineByLine) metrics.bulkBatchesLineByLine.inc();
     if (result.lastLine !== undefined && crossesAnalyzeMark(result.lastLine - result.applied, result.lastLine)) {

@@ -5,6 +5,7 @@ import type { ApplierMetrics, RetentionMetrics } from '../../platform/metrics.js
 import type { JobData, JobName } from '../../platform/queue.js';
 import type { DrainOptions } from '../../sync/drain.js';
 import type { OutboxNotifier } from '../../sync/outbox.notifier.js';
+import type { WritePositions } from '../../sync/write-positions.js';
 import type { Pair } from '../../webhooks/delivery.repository.js';
 import type { DeliveryOptions } from '../../webhooks/delivery.service.js';
 
@@ -13,6 +14,12 @@ export interface ProcessorContext {
   logger: Logger;
   /** Wakes the applier of a language after work that wrote outbox rows. */
   notifier: OutboxNotifier;
+  /**
+   * With read replicas: raises the write position of a language's account
+   * after work applied in it committed, so that its reads on a replica show
+   * what the worker did (sync/write-positions.ts); undefined without replicas.
+   */
+  positions?: WritePositions;
   /** How the applier drains a language (slice size from the configuration; it counts what it applies in `metrics`). */
   drainOptions: DrainOptions;
   metrics: ApplierMetrics;
