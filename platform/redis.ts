@@ -7,9 +7,9 @@ export type RedisClient = Redis | Cluster;
 /**
  * A connection for BullMQ. `producer` connections fail commands at once while
  * Redis is away (the outbox keeps the work), worker connections wait and retry.
- * On a cluster the same holds for the cluster as a whole; a command whose
- * master is lost is sent again while the cluster promotes its replica
- * (ioredis: retryDelayOnFailover, maxRedirections), then fails.
+ * On a cluster the same holds for each slot: a producer's command whose
+ * master is lost, or that the cluster refuses (CLUSTERDOWN), fails at once; a
+ * worker's is sent again while the cluster promotes the master's replica.
  */
 export function createRedis(url: string, role: 'producer' | 'worker', extra: RedisOptions = {}): RedisClient {
   const target = redisTargetOf(url);
@@ -27,11 +27,12 @@ export function createRedis(url: string, role: 'producer' | 'worker', extra: Red
   return new Cluster(target.nodes, {
     enableOfflineQueue: role === 'worker',
     clusterRetryStrategy: retryStrategy,
-    // A lost master's slots are asked for again this often; its replica takes over within cluster-node-timeout and a vote.
-    retryDelayOnFailover: 200,
-    retryDelayOnClusterDown: 200,
-    // About 5 s of retries per command through a failover (each retry waits retryDelayOnFailover and refreshes the slots).
+    // A worker's command to a lost master is tried again this often (each time after asking where its slot is now),
+    // about 5 s in all (maxRedirections), while a replica takes over (cluster-node-timeout and a vote); 0: fail at once.
+    retryDelayOnFailover: role === 'worker' ? 200 : 0,
+    retryDelayOnClusterDown: role === 'worker' ? 200 : 0,
     maxRedirections: 25,
+    // A producer never retries, so it learns a promoted replica from this refresh (or a MOVED answer).
     slotsRefreshInterval: 2_000,
     lazyConnect: false,
     redisOptions: {

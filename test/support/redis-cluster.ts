@@ -21,8 +21,14 @@ export interface RedisCluster {
   nodes: ClusterNode[];
   /** The port of the master now serving `key`'s slot, as a live node sees it. */
   masterOf(key: string): Promise<number>;
+  /** The keys matching `pattern` on each live master, by its port. */
+  keysByMaster(pattern: string): Promise<Map<number, string[]>>;
   /** Kills a node (SIGKILL, as a crash). */
   kill(port: number): Promise<void>;
+  /** Starts a killed node again, empty but with its cluster configuration (its slots, its place as master or replica). */
+  restart(port: number): Promise<void>;
+  /** Waits until every live node says cluster_state:fail (slots no live master serves). */
+  waitUntilDown(timeoutMs?: number): Promise<void>;
   /** Waits until every live node says cluster_state:ok and its slots are all served by live masters. */
   waitUntilOk(timeoutMs?: number): Promise<void>;
   /** Stops every node it started and removes its temp dir. */
@@ -67,33 +73,17 @@ function mastersIn(nodesText: string): Array<{ port: number; ranges: Array<[numb
 export async function startRedisCluster(): Promise<RedisCluster> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'redis-cluster-'));
   const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
-  const nodes: ClusterNode[] = ports.map((port) => ({
-    port,
-    child: spawn(
+  const serve = (port: number) =>
+    spawn(
       'redis-server',
       [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--dir',
-        dir,
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        `nodes-${port}.conf`,
-        '--cluster-node-timeout',
-        '1000',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--daemonize',
-        'no',
+        ...['--port', String(port), '--bind', '127.0.0.1', '--dir', dir],
+        ...['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1000'],
+        ...['--save', '', '--appendonly', 'no', '--daemonize', 'no'],
       ],
       { stdio: 'ignore' },
-    ),
-  }));
+    );
+  const nodes: ClusterNode[] = ports.map((port) => ({ port, child: serve(port) }));
   const killed = new Set<number>();
   const live = () => nodes.filter((node) => !killed.has(node.port));
   const cluster: RedisCluster = {
@@ -106,9 +96,31 @@ export async function startRedisCluster(): Promise<RedisCluster> {
       if (!master) throw new Error(`no master serves slot ${slot}`);
       return master.port;
     },
+    async keysByMaster(pattern) {
+      const masters = mastersIn(await redisCli(live()[0]!.port, 'cluster', 'nodes')).filter(
+        ({ port, failed }) => !failed && !killed.has(port),
+      );
+      const keys = new Map<number, string[]>();
+      for (const { port } of masters) keys.set(port, (await redisCli(port, '--scan', '--pattern', pattern)).split('\n').filter(Boolean));
+      return keys;
+    },
     async kill(port) {
       killed.add(port);
       await stopProcess(nodes.find((node) => node.port === port)!.child, 'SIGKILL');
+    },
+    async restart(port) {
+      const node = nodes.find((candidate) => candidate.port === port)!;
+      node.child = serve(port);
+      await waitForPing(port);
+      killed.delete(port);
+    },
+    async waitUntilDown(timeoutMs = 30_000) {
+      const down = async () => {
+        for (const { port } of live())
+          if (!(await redisCli(port, 'cluster', 'info').catch(() => '')).includes('cluster_state:fail')) return false;
+        return true;
+      };
+      if (!(await pollUntil(down, (done) => done, { timeoutMs, intervalMs: 200 }))) throw new Error('the Redis Cluster did not go down');
     },
     async waitUntilOk(timeoutMs = 30_000) {
       const healthy = async () => {
