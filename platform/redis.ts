@@ -34,6 +34,9 @@ export function createRedis(url: string, role: 'producer' | 'worker', extra: Red
     maxRedirections: 25,
     // A producer never retries, so it learns a promoted replica from this refresh (or a MOVED answer).
     slotsRefreshInterval: 2_000,
+    // Ready once the slots are known, not only while cluster_state is ok: a connect() whose ready check finds the
+    // cluster down never settles (ioredis 5), and BullMQ's worker waits on that when it reconnects.
+    enableReadyCheck: false,
     lazyConnect: false,
     redisOptions: {
       maxRetriesPerRequest,
