@@ -117,7 +117,7 @@ const MAX_BLOCKED_KEYS = 10_000;
  * asking Redis, as the library's in-memory block did.
  *
  * On a Redis Cluster a script may only touch keys of one slot: an account's
- * two keys carry its id as hash tag (`{prefix}:limit:rps:{42}`), and a tick's
+ * two keys carry its id as hash tag (`sync:limit:rps:{42}`), and a tick's
  * checks go as one script call per account, each to its account's master.
  */
 export class RequestLimiter {

@@ -107,7 +107,13 @@ export async function checkRedis(redisUrl: string, variable = 'REDIS_URL'): Prom
     await (redis instanceof Cluster ? Promise.race([redis.connect(), ended]) : redis.connect());
     await redis.ping();
   } catch (error) {
-    throw new StartupError(`Cannot reach Redis at ${host} (${variable}): ${reason(socketError ?? error)}`);
+    // A cluster's "Failed to refresh slots cache" carries what its last node answered (its socket errors are not told).
+    const failure = (socketError ?? error) as { lastNodeError?: Error };
+    const cause =
+      failure.lastNodeError?.message === 'Connection is closed.'
+        ? 'no node could be connected to'
+        : reason(failure.lastNodeError ?? failure);
+    throw new StartupError(`Cannot reach Redis at ${host} (${variable}): ${cause}`);
   } finally {
     redis.disconnect();
   }

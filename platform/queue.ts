@@ -1,5 +1,5 @@
 import { type JobsOptions, Queue } from 'bullmq';
-import type { RedisClient } from './redis.js';
+import { type RedisClient, removeKeys } from './redis.js';
 
 /** Every queue the service uses, and the job names each one carries. */
 export const QUEUES = {
@@ -62,6 +62,19 @@ export function createQueues(
   // Without a listener an 'error' event would be printed to stderr on every reconnect attempt.
   for (const queue of Object.values(queues)) queue.on('error', onError);
   return queues;
+}
+
+/**
+ * Removes every queue of the prefix with its jobs (a reset). A queue writes
+ * its `meta` key when it first connects, which can land after the
+ * obliteration: what is left of each queue's keys is removed after closing.
+ */
+export async function removeQueues(connection: RedisClient, prefix: string): Promise<void> {
+  for (const [key, queue] of Object.entries(createQueues(connection, prefix)) as Array<[QueueKey, Queue]>) {
+    await queue.obliterate({ force: true });
+    await queue.close();
+    await removeKeys(connection, `${queuePrefixOf(connection, prefix, key)}:${QUEUES[key].name}:*`);
+  }
 }
 
 /**

@@ -8,13 +8,14 @@ import {
   dropDatabase,
   type HttpResponse,
   httpRequest,
+  REDIS_URL,
   type RequestOptions,
   startEnvironment,
   type TestEnvironment,
   waitForDrain,
 } from './support/harness.js';
 import { pollUntil } from './support/poll.js';
-import { stopProcess } from './support/processes.js';
+import { freePort, stopProcess } from './support/processes.js';
 import { type RedisCluster, redisClusterToolsMissing, startRedisCluster } from './support/redis-cluster.js';
 
 /*
@@ -100,6 +101,21 @@ describe.skipIf(missing !== undefined)('when REDIS_URL names a cluster wrongly',
       'REDIS_URL: must be a redis:// or rediss:// URL, or redis+cluster://host:port,host:port,... ("127.0.0.1" is not host:port)',
     );
   }, 60_000);
+
+  it('should name the nodes when none answers, or when they are no cluster, and exit 1', async () => {
+    const closed = await freePort();
+    const unreachable = await exitOf('bin/api.ts', { REDIS_URL: `redis+cluster://127.0.0.1:${closed}` });
+    expect(unreachable).toEqual({
+      code: 1,
+      output: `Cannot reach Redis at cluster nodes 127.0.0.1:${closed} (REDIS_URL): no node could be connected to\n`,
+    });
+    const single = new URL(REDIS_URL);
+    const notCluster = await exitOf('bin/api.ts', { REDIS_URL: `redis+cluster://${single.host}` });
+    expect(notCluster).toEqual({
+      code: 1,
+      output: `Cannot reach Redis at cluster nodes ${single.host} (REDIS_URL): ERR This instance has cluster support disabled\n`,
+    });
+  }, 120_000);
 });
 
 describe.skipIf(missing !== undefined)('when Redis is a cluster of three masters with a replica each', () => {
