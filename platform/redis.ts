@@ -8,8 +8,8 @@ export type RedisClient = Redis | Cluster;
  * A connection for BullMQ. `producer` connections fail commands at once while
  * Redis is away (the outbox keeps the work), worker connections wait and retry.
  * On a cluster the same holds for each slot: a producer's command whose
- * master is lost, or that the cluster refuses (CLUSTERDOWN), fails at once; a
- * worker's is sent again while the cluster promotes the master's replica.
+ * master is lost fails within 0.3 s, one the cluster refuses (CLUSTERDOWN) at
+ * once; a worker's is sent again while the cluster promotes the replica.
  */
 export function createRedis(url: string, role: 'producer' | 'worker', extra: RedisOptions = {}): RedisClient {
   const target = redisTargetOf(url);
@@ -27,11 +27,13 @@ export function createRedis(url: string, role: 'producer' | 'worker', extra: Red
   return new Cluster(target.nodes, {
     enableOfflineQueue: role === 'worker',
     clusterRetryStrategy: retryStrategy,
-    // A worker's command to a lost master is tried again this often (each time after asking where its slot is now),
-    // about 5 s in all (maxRedirections), while a replica takes over (cluster-node-timeout and a vote); 0: fail at once.
-    retryDelayOnFailover: role === 'worker' ? 200 : 0,
+    // A command to a node whose connection is closed (lost, or still opening: ioredis connects to a node on its first
+    // command) is tried again after this long, having asked where its slot is now. A worker's goes on about 5 s in
+    // all, while a replica takes over (cluster-node-timeout and a vote); a producer's gives up after 3 tries (0.3 s).
+    retryDelayOnFailover: role === 'worker' ? 200 : 100,
+    // A cluster that refuses commands (a slot nobody serves): a producer fails at once.
     retryDelayOnClusterDown: role === 'worker' ? 200 : 0,
-    maxRedirections: 25,
+    maxRedirections: role === 'worker' ? 25 : 3,
     // A producer never retries, so it learns a promoted replica from this refresh (or a MOVED answer).
     slotsRefreshInterval: 2_000,
     // Ready once the slots are known, not only while cluster_state is ok: a connect() whose ready check finds the

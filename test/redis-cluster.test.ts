@@ -148,6 +148,14 @@ describe.skipIf(missing !== undefined)('when Redis is a cluster of three masters
     expect((await request('GET', '/api/v2/languages/v1/categories/D7', { token })).status).toBe(200);
     expect((await request('GET', '/api/v2/languages/v2/products/P9', { token })).body).toMatchObject({ id: 'P9' });
     expect((await request('GET', '/api/v2/languages/bulk/products/B49', { token })).body).toMatchObject({ id: 'B49' });
+    // What reads the queues: the dashboard and the metrics' job counts, each queue in its own slot.
+    const dashboard = await request('GET', '/admin/queues/api/queues', { headers: env.adminHeaders });
+    expect(dashboard.status).toBe(200);
+    const queueNames = ['bulk', 'effects', 'maintenance', 'webhooks'];
+    expect(dashboard.body.queues.map((queue: { name: string }) => queue.name).sort()).toEqual(queueNames);
+    const metrics = await request('GET', '/metrics');
+    for (const name of queueNames) expect(metrics.text).toMatch(new RegExp(`^sync_queue_jobs\\{queue="${name}",state="completed"`, 'm'));
+    expect(metrics.text).toMatch(/^sync_queue_jobs\{queue="effects",state="completed"[^}]*\} [1-9]/m);
   }, 120_000);
 
   it(
