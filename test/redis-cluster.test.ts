@@ -21,10 +21,13 @@ import { type RedisCluster, redisClusterToolsMissing, startRedisCluster } from '
 /*
  * The service on a Redis Cluster of the test's own (3 masters, a replica
  * each; REDIS_URL=redis+cluster://...): an API process and a worker process
- * from the real entry points. Writes (v1, v2, a bulk file) and the request
- * limiter work across the masters; then the master serving the effects queue
- * is killed while writes go on, its replica takes over, and every write that
- * was answered 200 is stored and its effects applied.
+ * from the real entry points. Writes (v1, v2, a bulk file), the request
+ * limiter, the queue dashboard and metrics work across the masters; then the
+ * master serving the effects queue is killed while writes go on, its replica
+ * takes over, and every write that was answered 200 is stored and its
+ * effects applied. Then that queue's master, now without a replica, is
+ * killed too and started again empty, and finally `npm run reset` clears
+ * every master. The tests of this file run in order on one cluster.
  */
 
 const missing = redisClusterToolsMissing();
@@ -63,7 +66,7 @@ async function exitOf(
 
 /** Requests the API process let through without asking Redis for their account's limit. */
 async function uncheckedRequests(): Promise<number> {
-  const metrics = await request('GET', '/metrics', { headers: env.adminHeaders });
+  const metrics = await request('GET', '/metrics');
   return Number(/^sync_rate_limit_unavailable_total\{limiter="account"[^}]*\} (\d+)/m.exec(metrics.text)?.[1] ?? 0);
 }
 
