@@ -1,12 +1,12 @@
 import Router from '@koa/router';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { RequestLimiter } from '../auth/request-limiter.js';
 import { SignInGuard } from '../auth/sign-in.guard.js';
 import { TokenIssueLimiter } from '../auth/token-issue.limiter.js';
 import type { Config } from '../platform/config.js';
+import type { RedisClient } from '../platform/redis.js';
 import type { AppState } from './context.js';
 import { createApiMetrics } from './metrics.js';
 import { adminAreaMiddleware } from './middleware/admin-auth.middleware.js';
@@ -26,9 +26,9 @@ import { type V2Dependencies, v2Router } from './routes/v2.router.js';
 export interface AppDependencies
   extends Pick<V2Dependencies, 'db' | 'copyPool' | 'verifier' | 'notifier' | 'writer' | 'languages' | 'reads' | 'positions' | 'waiter'> {
   config: Config;
-  redis: Redis;
+  redis: RedisClient;
   /** The request limiter's own connection: the limits of one tick's requests go to Redis in one script call. */
-  limitsRedis: Redis;
+  limitsRedis: RedisClient;
   logger: Logger;
   queues: Queue[];
 }

@@ -84,7 +84,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   const languages = new LiveLanguages(db);
   const redis = createRedis(config.REDIS_URL, 'producer');
   redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
-  // Every request's limit is counted in Redis, the requests of one tick in one script call (auth/request-limiter.ts).
+  // Every request's limit is counted in Redis, the requests of one tick in one script call, one per account on a cluster (auth/request-limiter.ts).
   const limitsRedis = createRedis(config.REDIS_URL, 'producer');
   limitsRedis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   const replicas = await startReplicas(config, db, reader, logger);

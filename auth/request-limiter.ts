@@ -1,11 +1,10 @@
-import type { Redis } from 'ioredis';
-import { withinMs } from '../platform/redis.js';
+import { type RedisClient, removeKeys, withinMs } from '../platform/redis.js';
 import type { RequestLimit } from './token-verifier.js';
 
 /**
  * Where the limits keep their counters in Redis, under QUEUE_PREFIX: request
- * limits (this file) and failed sign-ins (sign-in.guard.ts). `npm run reset`
- * removes them with the queues.
+ * limits (this file), failed sign-ins (sign-in.guard.ts) and tokens issued
+ * (token-issue.limiter.ts). `npm run reset` removes them with the queues.
  */
 export const limitKeySpaces = (prefix: string) => ({
   requests: `${prefix}:limit`,
@@ -14,12 +13,8 @@ export const limitKeySpaces = (prefix: string) => ({
 });
 
 /** Removes every limit counter of the prefix (a reset: they refer to accounts and clients that are gone). */
-export async function removeLimitCounters(redis: Redis, prefix: string): Promise<void> {
-  for (const space of Object.values(limitKeySpaces(prefix))) {
-    for await (const keys of redis.scanStream({ match: `${space}:*`, count: 1_000 })) {
-      if ((keys as string[]).length > 0) await redis.del(...(keys as string[]));
-    }
-  }
+export async function removeLimitCounters(redis: RedisClient, prefix: string): Promise<void> {
+  for (const space of Object.values(limitKeySpaces(prefix))) await removeKeys(redis, `${space}:*`);
 }
 
 /** The window of the steady quota: `rps` requests a second. */
@@ -89,6 +84,7 @@ export interface WindowCounts {
 }
 
 interface Check {
+  accountId: number;
   steadyKey: string;
   burstKey: string;
   limit: RequestLimit;
@@ -96,7 +92,7 @@ interface Check {
   settle: (counts: WindowCounts | Error) => void;
 }
 
-type CountingRedis = Redis & { countLimitWindows(...keysAndArgs: Array<string | number>): Promise<number[]> };
+type CountingRedis = RedisClient & { countLimitWindows(...keysAndArgs: Array<string | number>): Promise<number[]> };
 
 /**
  * Checks counted by one script call at most: Redis runs a script alone, so a
@@ -118,20 +114,24 @@ const MAX_BLOCKED_KEYS = 10_000;
  * order. The library's command per request was the largest single part of
  * the API's CPU per single write (docs/decisions.md, Hot paths). An account
  * already refused for the rest of a window is refused from memory without
- * asking Redis, as the library's in-memory block did. (One script touches
- * many accounts' keys: a standalone Redis, as everywhere in the service, not
- * a cluster.)
+ * asking Redis, as the library's in-memory block did.
+ *
+ * On a Redis Cluster a script may only touch keys of one slot: an account's
+ * two keys carry its id as hash tag (`sync:limit:rps:{42}`), and a tick's
+ * checks go as one script call per account, each to its account's master.
  */
 export class RequestLimiter {
   private readonly redis: CountingRedis;
   /** Where this deployment's request counters live (`{prefix}:limit`). */
   private readonly space: string;
+  /** Whether Redis is a cluster: keys tagged by account, and a call per account. */
+  private readonly clustered: boolean;
   /** Keys whose window is known spent, and until when (epoch ms). */
   private readonly blocked = new Map<string, number>();
   private pending: Check[] = [];
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly options: {
       /** Redis key prefix (QUEUE_PREFIX, so deployments sharing a Redis keep apart). */
       prefix: string;
@@ -145,13 +145,15 @@ export class RequestLimiter {
     redis.defineCommand('countLimitWindows', { lua: COUNT_WINDOWS_LUA });
     this.redis = redis as CountingRedis;
     this.space = limitKeySpaces(options.prefix).requests;
+    this.clustered = redis.isCluster;
   }
 
   /** Counts one request of `accountId`; null when Redis could not be asked (the request goes on, unlimited). */
   async consume(accountId: number, limit: RequestLimit | null): Promise<LimitVerdict | null> {
     const applied = limit ?? this.options.defaults;
-    const steadyKey = `${this.space}:rps:${accountId}`;
-    const burstKey = `${this.space}:burst:${accountId}`;
+    const account = this.clustered ? `{${accountId}}` : accountId;
+    const steadyKey = `${this.space}:rps:${account}`;
+    const burstKey = `${this.space}:burst:${account}`;
     const now = Date.now();
     const steadyBlockedMs = this.blockedMs(steadyKey, now);
     if (steadyBlockedMs > 0) {
@@ -164,7 +166,7 @@ export class RequestLimiter {
     }
     const counts = await new Promise<WindowCounts | Error>((settle) => {
       if (this.pending.length === 0) setImmediate(() => this.flush());
-      this.pending.push({ steadyKey, burstKey, limit: applied, skipSteady: steadyBlockedMs > 0, settle });
+      this.pending.push({ accountId, steadyKey, burstKey, limit: applied, skipSteady: steadyBlockedMs > 0, settle });
     });
     if (counts instanceof Error) {
       this.options.onUnavailable(counts);
@@ -178,10 +180,24 @@ export class RequestLimiter {
     return this.verdict(applied, true, outcome.remaining, outcome.ms);
   }
 
-  /** Sends the tick's checks as one script call; a failure or a silent Redis lets each of them through. */
+  /** Sends the tick's checks as one script call (one per account on a cluster); a failure or a silent Redis lets each of them through. */
   private flush(): void {
     const checks = this.pending;
     this.pending = [];
+    if (this.clustered) {
+      const byAccount = new Map<number, Check[]>();
+      for (const check of checks) {
+        const group = byAccount.get(check.accountId);
+        if (group) group.push(check);
+        else byAccount.set(check.accountId, [check]);
+      }
+      for (const group of byAccount.values()) this.countInCalls(group);
+      return;
+    }
+    this.countInCalls(checks);
+  }
+
+  private countInCalls(checks: Check[]): void {
     for (let start = 0; start < checks.length; start += MAX_CHECKS_PER_CALL) this.count(checks.slice(start, start + MAX_CHECKS_PER_CALL));
   }
 

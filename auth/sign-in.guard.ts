@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { isIPv6 } from 'node:net';
-import type { Redis } from 'ioredis';
 import { sha256 } from '../platform/crypto.js';
-import { withinMs } from '../platform/redis.js';
+import { type RedisClient, withinMs } from '../platform/redis.js';
 import { limitKeySpaces, REDIS_TIMEOUT_MS } from './request-limiter.js';
 
 /** How long an address that signed in as a subject is trusted to be that subject's own. */
@@ -120,10 +119,11 @@ export class SignInGuard {
   private readonly recentlyTrusted = new Map<string, number>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: SignInGuardOptions,
   ) {
-    this.space = `${limitKeySpaces(options.prefix).signIns}:${options.name}`;
+    // On a Redis Cluster a script's keys must share a slot: the guard's name is the hash tag of all its keys.
+    this.space = `${limitKeySpaces(options.prefix).signIns}:${redis.isCluster ? `{${options.name}}` : options.name}`;
   }
 
   /**

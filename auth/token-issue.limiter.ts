@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { withinMs } from '../platform/redis.js';
+import { type RedisClient, withinMs } from '../platform/redis.js';
 import { limitKeySpaces, REDIS_TIMEOUT_MS } from './request-limiter.js';
 
 export interface TokenIssueLimiterOptions {
@@ -25,7 +24,7 @@ export class TokenIssueLimiter {
   private readonly limiter: RateLimiterRedis;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     readonly options: TokenIssueLimiterOptions,
   ) {
     this.limiter = new RateLimiterRedis({

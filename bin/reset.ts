@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { removeLimitCounters } from '../auth/request-limiter.js';
 import { dropDatabaseOf, migrate } from '../platform/migrator.js';
 import { checkPostgres, checkRedis } from '../platform/preflight.js';
-import { createQueues } from '../platform/queue.js';
+import { removeQueues } from '../platform/queue.js';
 import { createRedis } from '../platform/redis.js';
 import { CONFIGURATION_HELP, configOrExit, startupOrExit } from './run.js';
 
@@ -43,11 +43,7 @@ try {
     await dropDatabaseOf(config.DATABASE_URL);
     await migrate(config.DATABASE_URL);
     // Jobs of the old database would name languages and bulk files that no longer exist.
-    const queues = createQueues(redis, config.QUEUE_PREFIX);
-    for (const queue of Object.values(queues)) {
-      await queue.obliterate({ force: true });
-      await queue.close();
-    }
+    await removeQueues(redis, config.QUEUE_PREFIX);
     // Limit counters and trusted sign-in addresses name accounts and clients of the old database.
     await removeLimitCounters(redis, config.QUEUE_PREFIX);
   }, 'Reset failed');

@@ -72,6 +72,57 @@ const urlList = (protocols: string[]) =>
       return items;
     });
 
+/** Where Redis is: one server (`redis://`, `rediss://`), or a cluster named by some of its nodes. */
+export type RedisTarget =
+  | { kind: 'single'; url: string }
+  | { kind: 'cluster'; nodes: Array<{ host: string; port: number }>; username?: string; password?: string };
+
+const CLUSTER_SCHEME = 'redis+cluster://';
+
+/**
+ * Reads REDIS_URL: `redis+cluster://[user:password@]host:port,host:port,...`
+ * names nodes of a Redis Cluster (any of them will do; the rest are found from
+ * them), anything else is one server's URL, passed to ioredis as it is.
+ * @throws {Error} saying what is wrong with a cluster URL.
+ */
+export function redisTargetOf(url: string): RedisTarget {
+  if (!url.toLowerCase().startsWith(CLUSTER_SCHEME)) return { kind: 'single', url };
+  const rest = url.slice(CLUSTER_SCHEME.length).replace(/\/+$/, '');
+  const at = rest.lastIndexOf('@');
+  const [user = '', password] = at < 0 ? [] : rest.slice(0, at).split(/:(.*)/s);
+  const nodes = (at < 0 ? rest : rest.slice(at + 1)).split(',').map((node) => {
+    const match = /^(\[[0-9a-f:.]+\]|[^:/[\]]+):(\d{1,5})$/i.exec(node.trim());
+    const port = Number(match?.[2]);
+    if (!match || port < 1 || port > 65_535) throw new Error(`"${node}" is not host:port`);
+    return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
+  });
+  return {
+    kind: 'cluster',
+    nodes,
+    ...(user === '' ? {} : { username: decodeURIComponent(user) }),
+    ...(password === undefined ? {} : { password: decodeURIComponent(password) }),
+  };
+}
+
+const redisUrl = (fallback: string) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      const candidate = value === undefined || value === '' ? fallback : value;
+      try {
+        if (redisTargetOf(candidate).kind === 'single' && !['redis:', 'rediss:'].includes(new URL(candidate).protocol)) throw new Error();
+        return candidate;
+      } catch (error) {
+        const detail = error instanceof Error && error.message !== '' ? ` (${error.message})` : '';
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          message: `must be a redis:// or rediss:// URL, or redis+cluster://host:port,host:port,...${detail}`,
+        });
+        return z.NEVER;
+      }
+    });
+
 const environmentSchema = z.object({
   DATABASE_URL: url('postgres://postgres@127.0.0.1:5432/commerce_sync', ['postgres:', 'postgresql:']),
   // Streaming read replicas of DATABASE_URL (reads/read-router.ts); none by default: every read goes to DATABASE_URL.
@@ -82,7 +133,8 @@ const environmentSchema = z.object({
   REPLICA_POLL_MS: integer(100, 10, 60_000),
   // How long an account's last write position is kept: reads after it need a replica replayed that far.
   READ_POSITION_TTL_S: integer(600, 1, 86_400),
-  REDIS_URL: url('redis://127.0.0.1:6379', ['redis:', 'rediss:']),
+  // One Redis (redis://, rediss://) or a Redis Cluster (redis+cluster://host:port,host:port,...): docs/operations.md.
+  REDIS_URL: redisUrl('redis://127.0.0.1:6379'),
   PORT: integer(3000, 0, 65535),
   HOST: optionalString.transform((value) => value ?? '0.0.0.0'),
   TOKEN_TTL_SECONDS: integer(7200, 1, 7200),

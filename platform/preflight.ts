@@ -1,6 +1,7 @@
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import pg from 'pg';
 import { migrateCommand } from './commands.js';
+import { redisTargetOf } from './config.js';
 import { pendingMigrations } from './migrator.js';
 
 /*
@@ -67,28 +68,52 @@ export async function checkPostgres(
 }
 
 /**
- * Connects to Redis and pings it once.
+ * Connects to Redis and pings it once; a cluster must also say its slots are
+ * all served (`cluster_state:ok`).
  * @throws {StartupError}
  */
 export async function checkRedis(redisUrl: string, variable = 'REDIS_URL'): Promise<void> {
-  const host = hostOf(redisUrl, 6379);
-  const redis = new Redis(redisUrl, {
-    lazyConnect: true,
-    connectTimeout: TIMEOUT_MS,
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-    retryStrategy: () => null,
-  });
+  const target = redisTargetOf(redisUrl);
+  const host =
+    target.kind === 'single'
+      ? hostOf(redisUrl, 6379)
+      : `cluster nodes ${target.nodes.map(({ host, port }) => `${host}:${port}`).join(',')}`;
+  const options = { lazyConnect: true, connectTimeout: TIMEOUT_MS, maxRetriesPerRequest: 0 };
+  const redis =
+    target.kind === 'single'
+      ? new Redis(target.url, { ...options, enableOfflineQueue: false, retryStrategy: () => null })
+      : new Cluster(target.nodes, {
+          lazyConnect: true,
+          enableOfflineQueue: false,
+          clusterRetryStrategy: () => null,
+          slotsRefreshTimeout: TIMEOUT_MS,
+          redisOptions: {
+            ...options,
+            ...(target.username === undefined ? {} : { username: target.username }),
+            ...(target.password === undefined ? {} : { password: target.password }),
+          },
+        });
   // The socket's own error (ECONNREFUSED, ENOTFOUND) says more than the rejection ("Connection is closed").
   let socketError: unknown;
   redis.on('error', (error) => {
     socketError ??= error;
   });
+  // A cluster whose ready check fails (cluster_state:fail) ends without settling connect().
+  const ended = new Promise<never>((_, reject) =>
+    redis.once('end', () => reject(new Error('the cluster does not serve every slot (cluster_state is not ok)'))),
+  );
+  ended.catch(() => undefined);
   try {
-    await redis.connect();
+    await (redis instanceof Cluster ? Promise.race([redis.connect(), ended]) : redis.connect());
     await redis.ping();
   } catch (error) {
-    throw new StartupError(`Cannot reach Redis at ${host} (${variable}): ${reason(socketError ?? error)}`);
+    // A cluster's "Failed to refresh slots cache" carries what its last node answered (its socket errors are not told).
+    const failure = (socketError ?? error) as { lastNodeError?: Error };
+    const cause =
+      failure.lastNodeError?.message === 'Connection is closed.'
+        ? 'no node could be connected to'
+        : reason(failure.lastNodeError ?? failure);
+    throw new StartupError(`Cannot reach Redis at ${host} (${variable}): ${cause}`);
   } finally {
     redis.disconnect();
   }

@@ -1,4 +1,5 @@
-import { type ConnectionOptions, type JobsOptions, Queue } from 'bullmq';
+import { type JobsOptions, Queue } from 'bullmq';
+import { type RedisClient, removeKeys } from './redis.js';
 
 /** Every queue the service uses, and the job names each one carries. */
 export const QUEUES = {
@@ -39,21 +40,41 @@ export const jobOptionsOf = (config: { JOB_ATTEMPTS: number; JOB_BACKOFF_MS: num
   backoff: { type: 'exponential', delay: config.JOB_BACKOFF_MS },
 });
 
+/**
+ * The BullMQ prefix of a queue: QUEUE_PREFIX on one Redis (`sync:effects:…`,
+ * as always), and on a cluster with the queue's name as hash tag
+ * (`sync:{effects}:effects:…`): BullMQ's scripts need every key of a queue in
+ * one slot, and each queue having a slot of its own lets the queues spread
+ * over the masters (docs/decisions.md, "Redis Cluster").
+ */
+export const queuePrefixOf = (connection: RedisClient, prefix: string, key: QueueKey): string =>
+  connection.isCluster ? `${prefix}:{${QUEUES[key].name}}` : prefix;
+
 export function createQueues(
-  connection: ConnectionOptions,
+  connection: RedisClient,
   prefix: string,
   onError: (error: Error) => void = () => undefined,
   defaultJobOptions: JobsOptions = DEFAULT_JOB_OPTIONS,
 ): Record<QueueKey, Queue> {
-  const queues = {
-    effects: new Queue(QUEUES.effects.name, { connection, prefix, defaultJobOptions }),
-    maintenance: new Queue(QUEUES.maintenance.name, { connection, prefix, defaultJobOptions }),
-    bulk: new Queue(QUEUES.bulk.name, { connection, prefix, defaultJobOptions }),
-    webhooks: new Queue(QUEUES.webhooks.name, { connection, prefix, defaultJobOptions }),
-  };
+  const queue = (key: QueueKey) =>
+    new Queue(QUEUES[key].name, { connection, prefix: queuePrefixOf(connection, prefix, key), defaultJobOptions });
+  const queues = { effects: queue('effects'), maintenance: queue('maintenance'), bulk: queue('bulk'), webhooks: queue('webhooks') };
   // Without a listener an 'error' event would be printed to stderr on every reconnect attempt.
   for (const queue of Object.values(queues)) queue.on('error', onError);
   return queues;
+}
+
+/**
+ * Removes every queue of the prefix with its jobs (a reset). A queue writes
+ * its `meta` key when it first connects, which can land after the
+ * obliteration: what is left of each queue's keys is removed after closing.
+ */
+export async function removeQueues(connection: RedisClient, prefix: string): Promise<void> {
+  for (const [key, queue] of Object.entries(createQueues(connection, prefix)) as Array<[QueueKey, Queue]>) {
+    await queue.obliterate({ force: true });
+    await queue.close();
+    await removeKeys(connection, `${queuePrefixOf(connection, prefix, key)}:${QUEUES[key].name}:*`);
+  }
 }
 
 /**

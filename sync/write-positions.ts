@@ -1,8 +1,7 @@
-import type { Redis } from 'ioredis';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import type { Database } from '../platform/db.js';
-import { withinMs } from '../platform/redis.js';
+import { type RedisClient, withinMs } from '../platform/redis.js';
 import { fromSortableWalPosition, parseWalPosition, sortableWalPosition } from '../platform/wal-position.js';
 
 /*
@@ -40,7 +39,7 @@ end
 return #KEYS
 `;
 
-type RaisingRedis = Redis & { raiseWritePositions(...keysAndArgs: Array<string | number>): Promise<number> };
+type RaisingRedis = RedisClient & { raiseWritePositions(...keysAndArgs: Array<string | number>): Promise<number> };
 
 /** How long a read waits for Redis before it goes to the primary, and a write for its position to be kept. */
 const REDIS_TIMEOUT_MS = 500;
@@ -80,17 +79,32 @@ export class WritePositions {
    */
   private readonly unrecorded = new Map<number, number>();
 
+  /** Whether Redis is a cluster: each account's key tagged with it, and a call per key (a script or MGET touches one slot). */
+  private readonly clustered: boolean;
+
   constructor(
     private readonly db: Database,
-    redis: Redis,
+    redis: RedisClient,
     private readonly options: { prefix: string; ttlS: number; onFailure: (error: Error) => void },
   ) {
     redis.defineCommand('raiseWritePositions', { lua: RAISE_LUA });
     this.redis = redis as RaisingRedis;
+    this.clustered = redis.isCluster;
   }
 
   private keyOf(accountId: number): string {
-    return `${this.options.prefix}:rw:${accountId}`;
+    return `${this.options.prefix}:rw:${this.clustered ? `{${accountId}}` : accountId}`;
+  }
+
+  private raise(keys: string[], position: string): Promise<unknown> {
+    const ttl = this.options.ttlS;
+    if (!this.clustered) return this.redis.raiseWritePositions(keys.length, ...keys, position, ttl);
+    return Promise.all(keys.map((key) => this.redis.raiseWritePositions(1, key, position, ttl)));
+  }
+
+  private positionsOf(keys: string[]): Promise<Array<string | null>> {
+    if (!this.clustered) return this.redis.mget(...keys);
+    return Promise.all(keys.map((key) => this.redis.get(key)));
   }
 
   /** After `accountId`'s write committed: raises its position. Never rejects (a failure is counted and logged). */
@@ -129,7 +143,7 @@ export class WritePositions {
       if (accounts.size === 0) return;
       const keys = [...accounts].map((account) => this.keyOf(account));
       const position = sortableWalPosition(parseWalPosition(row.position));
-      await withinMs(this.redis.raiseWritePositions(keys.length, ...keys, position, this.options.ttlS), REDIS_TIMEOUT_MS);
+      await withinMs(this.raise(keys, position), REDIS_TIMEOUT_MS);
       this.stats.recorded += accounts.size;
     } catch (error) {
       this.stats.failed += Math.max(accounts.size, 1);
@@ -175,7 +189,7 @@ export class WritePositions {
   private async read(batch: ReadBatch): Promise<void> {
     const accounts = [...batch.waiting.keys()];
     try {
-      const values = await withinMs(this.redis.mget(...accounts.map((account) => this.keyOf(account))), REDIS_TIMEOUT_MS);
+      const values = await withinMs(this.positionsOf(accounts.map((account) => this.keyOf(account))), REDIS_TIMEOUT_MS);
       accounts.forEach((account, index) => {
         const value = values[index];
         const position = value ? fromSortableWalPosition(value) : null;

@@ -1,8 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../platform/db.js';
-import { createRedis } from '../platform/redis.js';
+import { createRedis, type RedisClient } from '../platform/redis.js';
 import { parseWalPosition, sortableWalPosition } from '../platform/wal-position.js';
 import { WritePositions } from '../sync/write-positions.js';
 import { startEnvironment, type TestEnvironment, uniqueName } from './support/harness.js';
@@ -16,7 +15,7 @@ import { freePort, startRedis, stopProcess } from './support/processes.js';
 
 let env: TestEnvironment;
 let server: ChildProcess;
-let redis: Redis;
+let redis: RedisClient;
 const prefix = uniqueName('rwtest');
 /** Statements the positions sent to Postgres. */
 let statements = 0;

@@ -1,5 +1,4 @@
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Config } from '../platform/config.js';
 import { createDatabase } from '../platform/db.js';
 import { maskText } from '../platform/loggable.js';
@@ -13,8 +12,8 @@ import {
   serveMetrics,
   slonikPoolUsage,
 } from '../platform/metrics.js';
-import { createQueues, type JobName, jobOptionsOf, QUEUES, type QueueKey, settleConnections } from '../platform/queue.js';
-import { createRedis } from '../platform/redis.js';
+import { createQueues, type JobName, jobOptionsOf, QUEUES, type QueueKey, queuePrefixOf, settleConnections } from '../platform/queue.js';
+import { createRedis, type RedisClient } from '../platform/redis.js';
 import { auditBlockStats } from '../sync/audit-blocks.js';
 import { jobIds, RETENTION_EVERY_MS } from '../sync/job-ids.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
@@ -135,7 +134,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     }
   };
 
-  const workerConnections: Redis[] = [];
+  const workerConnections: RedisClient[] = [];
   const workers = (Object.keys(QUEUES) as QueueKey[]).map((key) => {
     const workerConnection = createRedis(config.REDIS_URL, 'worker');
     // Reconnects by itself; without a listener ioredis prints every failed attempt to stderr.
@@ -143,7 +142,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     workerConnections.push(workerConnection);
     const worker = new Worker(QUEUES[key].name, dispatcher(QUEUES[key].name), {
       connection: workerConnection,
-      prefix: config.QUEUE_PREFIX,
+      prefix: queuePrefixOf(workerConnection, config.QUEUE_PREFIX, key),
       concurrency: queueConcurrency(key, config),
     });
     worker.on('failed', (job, error) =>

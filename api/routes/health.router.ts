@@ -1,11 +1,10 @@
 import Router from '@koa/router';
-import type { Redis } from 'ioredis';
 import { sql } from 'slonik';
 import type { Database } from '../../platform/db.js';
-import { withinMs } from '../../platform/redis.js';
+import { type RedisClient, withinMs } from '../../platform/redis.js';
 import type { AppContext, AppState } from '../context.js';
 
-export function healthRouter(db: Database, redis: Redis) {
+export function healthRouter(db: Database, redis: RedisClient) {
   const router = new Router<AppState>();
   router.get('/healthz', (ctx: AppContext) => {
     ctx.body = { status: 'ok' };

@@ -1,8 +1,7 @@
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Config } from '../../platform/config.js';
 import { createQueues, type QueueKey } from '../../platform/queue.js';
-import { createRedis } from '../../platform/redis.js';
+import { createRedis, type RedisClient } from '../../platform/redis.js';
 
 /** The service's queues as a test sees them through the BullMQ API, on the environment's prefix. */
 export interface TestQueues {
@@ -11,7 +10,7 @@ export interface TestQueues {
 }
 
 export function openQueues(config: Config): TestQueues {
-  const connection: Redis = createRedis(config.REDIS_URL, 'worker');
+  const connection: RedisClient = createRedis(config.REDIS_URL, 'worker');
   connection.on('error', () => undefined);
   const queues = createQueues(connection, config.QUEUE_PREFIX);
   return {
