@@ -70,11 +70,11 @@ export function createQueues(
  * obliteration: what is left of each queue's keys is removed after closing.
  */
 export async function removeQueues(connection: RedisClient, prefix: string): Promise<void> {
-  for (const [key, queue] of Object.entries(createQueues(connection, prefix)) as Array<[QueueKey, Queue]>) {
-    await queue.obliterate({ force: true });
-    await queue.close();
-    await removeKeys(connection, `${queuePrefixOf(connection, prefix, key)}:${QUEUES[key].name}:*`);
-  }
+  const queues = Object.entries(createQueues(connection, prefix)) as Array<[QueueKey, Queue]>;
+  for (const [, queue] of queues) await queue.obliterate({ force: true });
+  // Every queue is closed before the keys go: an open one may still write its `meta` key as it finishes connecting.
+  await Promise.all(queues.map(([, queue]) => queue.close()));
+  for (const [key] of queues) await removeKeys(connection, `${queuePrefixOf(connection, prefix, key)}:${QUEUES[key].name}:*`);
 }
 
 /**
