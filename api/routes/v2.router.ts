@@ -1,4 +1,3 @@
-import Router from '@koa/router';
 import { parseEnvelope } from '../../catalogue/envelope.schema.js';
 import { languageWriteValidators } from '../../catalogue/language.schema.js';
 import { KINDS, LINE_LISTS, LINK_WRITERS, type LineParent, RECORD_KINDS, STORED_KINDS } from '../../catalogue/record-kinds.js';
@@ -10,23 +9,19 @@ import type { ListJson, ReadContext } from '../../reads/read-context.js';
 import { listAttributeDefinitions, saveAttributeDefinition } from '../../records/attribute-definition.service.js';
 import { deleteLanguage, saveLanguage } from '../../records/language.service.js';
 import { deleteLine, putLine } from '../../records/order-lines.service.js';
-import { changeLink, removeRecord, storeRecord, type WriteContext } from '../../records/record.service.js';
-import { type AppContext, type AppState, principalOf, writeContextOf } from '../context.js';
-import { bearerMiddleware } from '../middleware/bearer.middleware.js';
-import { bodyMiddleware } from '../middleware/body.middleware.js';
+import { changeLink, removeRecord, storeRecord } from '../../records/record.service.js';
+import { type AppContext, principalOf } from '../context.js';
 import { refuseLongPathIds } from '../middleware/path-ids.middleware.js';
-import { requestLimitMiddleware } from '../middleware/request-limit.middleware.js';
-import { writePositionMiddleware } from '../middleware/write-position.middleware.js';
 import { registerV2Paths } from '../openapi/v2.openapi.js';
 import { registerOpenApi } from '../openapi.js';
 import { addBulkRoutes } from './bulk.router.js';
 import { addErasureRoutes } from './erasures.router.js';
 import { addFeedRoutes } from './feed.router.js';
-import type { V1Dependencies } from './v1.router.js';
+import { type ShopDependencies, shopRouter } from './shop-router.js';
 import { addWebhookRoutes } from './webhooks.router.js';
 
 /** What v2 needs beyond what v1 does: the feed's waiter and the webhooks' address rule. */
-export interface V2Dependencies extends V1Dependencies {
+export interface V2Dependencies extends ShopDependencies {
   /** Where the change feed's long polls wait (feed/feed.waiter.ts). */
   waiter: FeedWaiter;
   /** WEBHOOK_ALLOW_PRIVATE: webhooks may call http and internal addresses (interface §23.6). */
@@ -47,27 +42,9 @@ export const V2_DELETABLE = RECORD_KINDS;
  * attribute definitions, bulk files of v2 bodies. Routes come from the catalogue's tables: a new kind
  * or link is a row there, not a route here.
  */
-export function v2Router({
-  db,
-  copyPool,
-  verifier,
-  notifier,
-  writer,
-  languages,
-  reads,
-  positions,
-  waiter,
-  limiter,
-  uploads,
-  bodyTimeoutMs,
-  webhookAllowPrivate,
-}: V2Dependencies) {
-  const router = new Router<AppState>({ prefix: '/api/v2' });
-  router.use(bearerMiddleware(verifier), requestLimitMiddleware(limiter));
-  if (positions) router.use(writePositionMiddleware(positions));
-  const body = bodyMiddleware({ timeoutMs: bodyTimeoutMs });
-  const writeServices = { db, languages, writer, notifier };
-  const writing = (ctx: AppContext): WriteContext => writeContextOf(writeServices, ctx);
+export function v2Router(deps: V2Dependencies) {
+  const { db, copyPool, notifier, languages, reads, waiter, uploads, webhookAllowPrivate } = deps;
+  const { router, body, writing } = shopRouter('/api/v2', deps);
   /** A write's own reads: on the primary. */
   const reading = (ctx: AppContext): ReadContext => ({ ...reads.primary, languages, accountId: principalOf(ctx).accountId });
   /** A GET's read: on a replica that has the account's writes, or the primary. */
