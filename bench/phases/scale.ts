@@ -2,9 +2,10 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { encodeFeedCursor } from '../../feed/feed-cursor.js';
+import { sample } from '../../test/support/metrics.js';
 import { freePort } from '../../test/support/processes.js';
 import type { Bench, Figure } from '../context.js';
-import { log, waitFor } from '../context.js';
+import { log, sleep, waitFor } from '../context.js';
 import { CpuWatch, perUnit } from '../cpu.js';
 import { measureBulkFile, sendCategories, writeCatalogue } from './bulk.js';
 import { readFeed } from './feed.js';
@@ -25,6 +26,8 @@ const WRITE_CONNECTIONS = 16;
  * (which, on a shared machine, is whatever else runs on it).
  */
 const PAGE_RATE = 25;
+/** How long a deep page may wait for its list's anchors to be read before it is measured anyway. */
+const ANCHOR_CAP_S = 120;
 
 /** The figures compared, by group: [group, figure, what it is, whether more is better]. */
 export const SCALE_FIGURES = [
@@ -40,6 +43,7 @@ export const SCALE_FIGURES = [
   ['page_1', 'p99_ms', 'v2 page 1 p99 ms', false],
   ['page_1', 'api_cpu_us', 'v2 page 1 API CPU µs', false],
   ['page_1', 'pg_cpu_us', 'v2 page 1 Postgres CPU µs', false],
+  ['page_deep', 'anchors_read_s', `v2 page ${DEEP_PAGE}: its list's anchors read s`, false],
   ['page_deep', 'p50_ms', `v2 page ${DEEP_PAGE} p50 ms`, false],
   ['page_deep', 'p99_ms', `v2 page ${DEEP_PAGE} p99 ms`, false],
   ['page_deep', 'api_cpu_us', `v2 page ${DEEP_PAGE} API CPU µs`, false],
@@ -174,7 +178,7 @@ async function measureLanguage(
   ] as const) {
     figures[name] = {
       page,
-      ...(await measurePage(bench, reader, `/api/v2/languages/${language}/products?page=${page}&per_page=${PER_PAGE}`, live)),
+      ...(await measurePage(bench, reader, `/api/v2/languages/${language}/products?page=${page}&per_page=${PER_PAGE}`, live, page > 1)),
     };
   }
   log(`scale: ${language}: the change feed, ${config.scaleFeedEntries} entries from ${feedCursor ? 'the middle' : 'the start'}`);
@@ -183,13 +187,28 @@ async function measureLanguage(
 }
 
 /** One page read at a steady PAGE_RATE, warm, on the API that keeps no pages; its `total` checked against the live products counted. */
-async function measurePage(bench: Bench, reader: { base: string; pid: number | undefined }, pagePath: string, live: number) {
+async function measurePage(bench: Bench, reader: { base: string; pid: number | undefined }, pagePath: string, live: number, deep: boolean) {
   const { config } = bench;
   const url = `${reader.base}${pagePath}`;
   const headers = { authorization: bench.auth.authorization };
+  const deepPages = async (start: 'anchor' | 'walked') =>
+    sample(await (await fetch(`${reader.base}/metrics`)).text(), 'sync_list_deep_pages_total', { start }) ?? 0;
+  const anchoredBefore = await deepPages('anchor');
+  const probed = Date.now();
   const probe = await fetch(url, { headers });
   const body = (await probe.json()) as { data?: unknown[]; meta?: { total?: number } };
   if (probe.status !== 200) throw new Error(`scale: ${pagePath} answered ${probe.status}`);
+  // A deep page is read from the list's anchors once this process has read them (reads/list-anchors.ts): one
+  // scan of the whole list, which grows with it. Timed apart, and over before the page is measured.
+  let anchorsReadS: number | null = null;
+  if (deep) {
+    while ((await deepPages('anchor')) === anchoredBefore && Date.now() - probed < ANCHOR_CAP_S * 1000) {
+      await sleep(200);
+      await fetch(url, { headers }).then((response) => response.arrayBuffer());
+    }
+    anchorsReadS = (Date.now() - probed) / 1000;
+  }
+  const [anchored, walked] = [await deepPages('anchor'), await deepPages('walked')];
   log(`scale: ${pagePath}, ${config.warmupS}s of warm-up, then ${config.readDurationS}s at ${PAGE_RATE}/s`);
   const load = { connections: 4, rate: PAGE_RATE, headers };
   await bench.loader.warmUp(url, load);
@@ -197,6 +216,13 @@ async function measurePage(bench: Bench, reader: { base: string; pid: number | u
   const result = await bench.loader.run(url, { ...load, duration: config.readDurationS });
   const cost = await watch.stop();
   return {
+    ...(deep
+      ? {
+          anchors_read_s: anchorsReadS,
+          pages_from_anchor: (await deepPages('anchor')) - anchored,
+          pages_walked: (await deepPages('walked')) - walked,
+        }
+      : {}),
     total: body.meta?.total ?? null,
     total_is_count: body.meta?.total === live,
     items: body.data?.length ?? null,
