@@ -172,10 +172,10 @@ export function resultsTable(results: Record<string, Figure>): string {
       `${value('scale.grow.records')} / ${value('scale.grow.audit_entries')} (${value('scale.grow.database_gib')} GiB; grown in ${value('scale.grow.seconds')} s)`,
     );
   }
-  for (const [group, figure, label, moreIsBetter] of SCALE_FIGURES) {
+  for (const [group, figure, label, better] of SCALE_FIGURES) {
     const key = `scale.${group}.${figure}`;
     if (!has(`${key}.empty`)) continue;
-    const target = moreIsBetter ? `>= ${(1 / SCALE_TARGET).toFixed(2)}` : `<= ${SCALE_TARGET}`;
+    const target = { less: `<= ${SCALE_TARGET}`, more: `>= ${(1 / SCALE_TARGET).toFixed(2)}`, grows: 'with the list' }[better];
     row(`scale: ${label} (empty → grown)`, `${value(`${key}.empty`)} → ${value(`${key}.grown`)}`, '', value(`${key}.ratio`), target);
   }
   if (has('reads.page_1.api_rss_mib')) row('peak RSS MiB (reads)', `api ${value('reads.page_1000.api_rss_mib')}`);
