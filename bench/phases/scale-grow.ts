@@ -34,7 +34,7 @@ export interface Grown {
  * over time takes them at its end).
  */
 export async function growLanguage(
-  bench: Bench,
+  bench: Pick<Bench, 'psql'>,
   languageId: string,
   records: number,
   auditEntries: number,
@@ -108,7 +108,7 @@ export async function growLanguage(
  * skip the heap) and hint bits set, the counter rows folded, and the dirty
  * pages written, so the grown language is measured as a settled one is.
  */
-export async function settleGrown(bench: Bench, langKey: number): Promise<number> {
+export async function settleGrown(bench: Pick<Bench, 'psql'>, langKey: number): Promise<number> {
   const started = Date.now();
   log('scale: vacuuming and analysing the grown tables');
   await bench.psql(`SELECT record_count_fold($1, 'product')`, [langKey]);
