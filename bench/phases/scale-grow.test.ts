@@ -104,6 +104,15 @@ describe('when the bench grows a language straight into the tables', () => {
     expect(total.body.meta.total).toBe(1_201);
   });
 
+  it("should keep a product's audit entries together on the table's pages, as the applier writes them", async () => {
+    const pages = await psql(
+      `SELECT record_id, count(DISTINCT (ctid::text::point)[0]) AS pages FROM audit_log
+       WHERE language_id = 'grown' AND record_id IN ('g000000100', 'g000000700', 'g000001100') GROUP BY record_id`,
+    );
+    expect(pages.rows).toHaveLength(3);
+    for (const row of pages.rows) expect(Number(row.pages)).toBeLessThanOrEqual(2);
+  });
+
   it("should leave another language's feed without the grown entries", async () => {
     const feed = await get('/api/v2/languages/other/changes?limit=1000');
     expect(feed.body.data.map((entry: { record_id: string }) => entry.record_id)).toEqual(['other', 'O1']);

@@ -31,7 +31,9 @@ export interface Grown {
  * the audit rows go through the partitioned parent, so each lands in the block
  * its seq belongs to, and all must fall inside the blocks there are. Ids are
  * zero-padded, so every index takes its rows in key order (as a log written
- * over time takes them at its end).
+ * over time takes them at its end). One series of entries, not a product's
+ * series joined with its entries' (which Postgres may nest either way), keeps
+ * a product's entries together on the table's pages, as the applier writes them.
  */
 export async function growLanguage(
   bench: Pick<Bench, 'psql'>,
@@ -82,7 +84,7 @@ export async function growLanguage(
         'links',
         `INSERT INTO links (lang_key, rel, a, b, seq)
          SELECT $1, 'product_category', ${id}, 'cat-' || ((g + o * 7) % $3), $2::bigint + g
-         FROM generate_series($5::bigint, $6::bigint) g CROSS JOIN LATERAL generate_series(0, $4 - 1) o`,
+         FROM generate_series($5::bigint * $4, ($6::bigint + 1) * $4 - 1) e, LATERAL (SELECT e / $4 AS g, e % $4 AS o) p`,
         [langKey, firstWriteSeq, categories, linksPerRecord],
       );
   };
@@ -90,11 +92,11 @@ export async function growLanguage(
     chunks(
       'audit entries',
       `INSERT INTO audit_log (seq, at, account_id, lang_key, language_id, kind, record_id, action, actor, request_id, write_seq, changes)
-       SELECT $1::bigint + g * $2 + o, $3::timestamptz + g * interval '1 millisecond', $4, $5, $6, 'product', ${id},
+       SELECT $1::bigint + e, $3::timestamptz + g * interval '1 millisecond', $4, $5, $6, 'product', ${id},
               CASE WHEN o = 0 THEN 'create' ELSE 'link' END, CASE WHEN o = 0 THEN 'client' ELSE 'system' END,
               'scale-grow', $7::bigint + g,
               CASE WHEN o = 0 THEN ${name} ELSE jsonb_build_object('category_ids', 'cat-' || ((g + (o - 1) * 7) % $8)) END
-       FROM generate_series($9::bigint, $10::bigint) g CROSS JOIN LATERAL generate_series(0, $2 - 1) o`,
+       FROM generate_series($9::bigint * $2, ($10::bigint + 1) * $2 - 1) e, LATERAL (SELECT e / $2 AS g, e % $2 AS o) p`,
       [firstAuditSeq, perRecord, startedAt, Number(language.account_id), langKey, languageId, firstWriteSeq, categories],
     );
   // Two connections: the machine's two cores.
