@@ -32,6 +32,14 @@ export const benchConfig = {
   /** When set, the API and worker write V8 CPU profiles (--cpu-prof) into this directory. */
   profileDir: process.env['BENCH_PROFILE_DIR'],
   rateLimit: (process.env['BENCH_RATE_LIMIT'] ?? 'on') !== 'off',
+  /** The scale phase (opt-in): records and audit entries the grown language is given before it is measured like the empty one. */
+  scaleRecords: number('BENCH_SCALE_RECORDS', 10_000_000),
+  scaleAudit: number('BENCH_SCALE_AUDIT', 40_000_000),
+  /** The scale phase's single writes a second (16 connections, BENCH_DURATION_S long: a fixed number of writes). */
+  scaleWriteRate: number('BENCH_SCALE_WRITE_RATE', 200),
+  /** Lines of the scale phase's bulk file, and feed entries it reads, in each language. */
+  scaleBulkLines: number('BENCH_SCALE_BULK_LINES', 100_000),
+  scaleFeedEntries: number('BENCH_SCALE_FEED_ENTRIES', 100_000),
   /** When set, the bench database is left behind (its name is logged), to look into a figure with psql afterwards. */
   keepDatabase: Boolean(process.env['BENCH_KEEP_DATABASE']),
 };

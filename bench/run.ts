@@ -15,13 +15,17 @@ import { mixedPhase } from './phases/mixed.js';
 import { profilesPhase } from './phases/profiles.js';
 import { readsPhase } from './phases/reads.js';
 import { retentionPhase } from './phases/retention.js';
+import { scalePhase } from './phases/scale.js';
 import { uploadsPhase } from './phases/uploads.js';
 import { webhooksPhase } from './phases/webhooks.js';
 import { writesPhase } from './phases/writes.js';
 import { latencySvg } from './plot.js';
 import { resultsTable } from './table.js';
 
-/** The phases in the order they run: the reads and the feed read what the bulk phase wrote; retention removes it. */
+/**
+ * The phases in the order they run: the reads and the feed read what the bulk phase wrote; retention removes it.
+ * `scale` runs only when named in BENCH_PHASES (it grows the database by tens of gigabytes).
+ */
 const PHASES: [string, (bench: Bench) => Promise<void>][] = [
   ['writes', writesPhase],
   ['uploads', uploadsPhase],
@@ -32,6 +36,7 @@ const PHASES: [string, (bench: Bench) => Promise<void>][] = [
   ['feed', feedPhase],
   ['webhooks', webhooksPhase],
   ['retention', retentionPhase],
+  ['scale', scalePhase],
 ];
 
 const bench = new Bench(benchConfig);

@@ -1,6 +1,7 @@
 import type { Figure } from './context.js';
 import { MIXED_PAGES } from './phases/mixed.js';
 import { READ_PAGES } from './phases/reads.js';
+import { SCALE_FIGURES, SCALE_TARGET } from './phases/scale.js';
 
 /** The printed table of a run's figures: each beside its floor, their ratio and its target. */
 export function resultsTable(results: Record<string, Figure>): string {
@@ -164,6 +165,18 @@ export function resultsTable(results: Record<string, Figure>): string {
       '',
       'failed = 0',
     );
+  }
+  if (has('scale.grow.records')) {
+    row(
+      'scale: grown language (products / audit entries)',
+      `${value('scale.grow.records')} / ${value('scale.grow.audit_entries')} (${value('scale.grow.database_gib')} GiB; grown in ${value('scale.grow.seconds')} s)`,
+    );
+  }
+  for (const [group, figure, label, better] of SCALE_FIGURES) {
+    const key = `scale.${group}.${figure}`;
+    if (!has(`${key}.empty`)) continue;
+    const target = { less: `<= ${SCALE_TARGET}`, more: `>= ${(1 / SCALE_TARGET).toFixed(2)}`, grows: 'with the list' }[better];
+    row(`scale: ${label} (empty → grown)`, `${value(`${key}.empty`)} → ${value(`${key}.grown`)}`, '', value(`${key}.ratio`), target);
   }
   if (has('reads.page_1.api_rss_mib')) row('peak RSS MiB (reads)', `api ${value('reads.page_1000.api_rss_mib')}`);
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((cells) => (cells[column] ?? '').length)));

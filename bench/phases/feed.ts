@@ -4,31 +4,29 @@ import { CpuWatch, perUnit } from '../cpu.js';
 import { quantile } from '../figures.js';
 
 /**
- * The change feed phase: a consumer catching up on the bulk catalogue's whole
- * history (every product's create, links and stubs), reading the language's
- * feed from the start, 1,000 entries a page (the most a page has), following
- * next_cursor. Capped at BENCH_FEED_TIMEOUT_S; the rate is of what was read by then.
+ * A consumer reading `language`'s feed, 1,000 entries a page (the most a page
+ * has), following next_cursor from `cursor` (null: from the start), until it
+ * has read `maxEntries` or the feed has no more, or `capS` have passed; the
+ * rate is of what was read by then, with the API's and Postgres' CPU.
  */
-export async function feedPhase(bench: Bench): Promise<void> {
-  const capS = bench.config.feedTimeoutS;
-  log(`feed: the bulk language's changes from the start, 1,000 a page, capped at ${capS}s`);
+export async function readFeed(bench: Bench, language: string, cursor: string | null, maxEntries: number, capS: number) {
   const headers = { authorization: bench.auth.authorization };
-  const url = (cursor: string | null) =>
-    `${bench.base}/api/v2/languages/bulk/changes?limit=1000${cursor ? `&after=${encodeURIComponent(cursor)}` : ''}`;
+  const url = (after: string | null) =>
+    `${bench.base}/api/v2/languages/${language}/changes?limit=1000${after ? `&after=${encodeURIComponent(after)}` : ''}`;
   const watch = await CpuWatch.start({ api: bench.api.pid }, bench.databaseUrl);
   const times: number[] = [];
   let entries = 0;
-  let cursor: string | null = null;
+  let after = cursor;
   let complete = false;
   const started = performance.now();
-  while (performance.now() - started < capS * 1000) {
+  while (performance.now() - started < capS * 1000 && entries < maxEntries) {
     const at = performance.now();
-    const response = await fetch(url(cursor), { headers });
+    const response = await fetch(url(after), { headers });
     if (response.status !== 200) throw new Error(`feed: answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
     const page = (await response.json()) as { data: unknown[]; meta: { next_cursor: string; has_more: boolean } };
     times.push(performance.now() - at);
     entries += page.data.length;
-    cursor = page.meta.next_cursor;
+    after = page.meta.next_cursor;
     if (!page.meta.has_more) {
       complete = true;
       break;
@@ -36,7 +34,7 @@ export async function feedPhase(bench: Bench): Promise<void> {
   }
   const seconds = (performance.now() - started) / 1000;
   const cost = await watch.stop();
-  bench.record('feed', {
+  return {
     entries,
     pages: times.length,
     complete,
@@ -46,5 +44,16 @@ export async function feedPhase(bench: Bench): Promise<void> {
     page_p99_ms: quantile(times, 0.99),
     api_cpu_us_per_entry: perUnit(cost.cpu['api'], entries),
     pg_cpu_us_per_entry: perUnit(cost.cpu['postgres'], entries),
-  });
+  };
+}
+
+/**
+ * The change feed phase: a consumer catching up on the bulk catalogue's whole
+ * history (every product's create, links and stubs), reading the language's
+ * feed from the start. Capped at BENCH_FEED_TIMEOUT_S.
+ */
+export async function feedPhase(bench: Bench): Promise<void> {
+  const capS = bench.config.feedTimeoutS;
+  log(`feed: the bulk language's changes from the start, 1,000 a page, capped at ${capS}s`);
+  bench.record('feed', await readFeed(bench, 'bulk', null, Number.POSITIVE_INFINITY, capS));
 }

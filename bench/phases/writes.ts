@@ -9,14 +9,22 @@ export const SINGLE_WRITE_BODY = JSON.stringify({
   product: { id: '[<id>]', name: 'Bench product', price: 9.99, category_ids: ['c1', 'c2', 'c3'] },
 });
 
+/** Which language a write load writes to, and how: as fast as it is answered at 32 connections by default, or at a steady rate. */
+export interface WriteLoad {
+  language?: string;
+  connections?: number;
+  /** Requests a second across all connections. */
+  rate?: number;
+}
+
 /**
- * The service's single writes at 32 connections, measured warm, with the CPU
- * of the API, worker and Postgres; the warm-up's changes are applied before
- * the measured run, so its cost and catch-up are its own.
+ * The service's single writes, measured warm, with the CPU of the API, worker
+ * and Postgres; the warm-up's changes are applied before the measured run, so
+ * its cost and catch-up are its own.
  */
-export async function measureServiceWrites(bench: Bench) {
-  const serviceUrl = `${bench.base}/api/v1/languages/bench/products`;
-  const serviceLoad = { connections: 32, method: 'POST' as const, body: SINGLE_WRITE_BODY, headers: bench.auth };
+export async function measureServiceWrites(bench: Bench, { language = 'bench', connections = 32, rate }: WriteLoad = {}) {
+  const serviceUrl = `${bench.base}/api/v1/languages/${language}/products`;
+  const serviceLoad = { connections, method: 'POST' as const, body: SINGLE_WRITE_BODY, headers: bench.auth, ...(rate ? { rate } : {}) };
   await bench.loader.warmUp(serviceUrl, serviceLoad);
   await bench.drainTime(120);
   const statementsBefore = await bench.writeStatements();
