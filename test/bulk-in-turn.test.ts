@@ -126,7 +126,7 @@ describe('when another writer of the language is in flight', () => {
     await drainWithWorker(env);
     expect(await getJob('de', jobId)).toMatchObject({ lines_applied: FILE.length });
     expect(await outcome('de')).toEqual(await outcome('nl'));
-    // The worker applies the whole file one change at a time here: minutes on a loaded machine, not a speed check.
+    // The worker applies the whole file one change at a time here: past the default timeout on a loaded machine.
   }, 120_000);
 });
 
