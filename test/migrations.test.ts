@@ -215,15 +215,21 @@ async function migrateWithOldNames(url: string, directory: string) {
   }
 }
 
+/** A fresh database migrated with a copy of sync/sql/ that the test may edit. */
+async function migratedWithOwnSync() {
+  const { url } = freshDatabase();
+  const directory = await mkdtemp(path.join(os.tmpdir(), 'cs-repeatables-'));
+  temporaryDirectories.push(directory);
+  const sync = path.join(directory, 'sync');
+  await cp(REPEATABLE_DIRS[0]!, sync, { recursive: true });
+  const repeatableDirs = [sync, ...REPEATABLE_DIRS.slice(1)];
+  await migrate(url, { repeatableDirs });
+  return { url, sync, repeatableDirs };
+}
+
 describe('when a repeatable function file is edited on a migrated database', () => {
   it('should apply the edited file again and leave the unchanged ones alone', async () => {
-    const { url } = freshDatabase();
-    const directory = await mkdtemp(path.join(os.tmpdir(), 'cs-repeatables-'));
-    temporaryDirectories.push(directory);
-    const sync = path.join(directory, 'sync');
-    await cp(REPEATABLE_DIRS[0]!, sync, { recursive: true });
-    const repeatableDirs = [sync, ...REPEATABLE_DIRS.slice(1)];
-    await migrate(url, { repeatableDirs });
+    const { url, sync, repeatableDirs } = await migratedWithOwnSync();
     const stamps = async () =>
       new Map(
         (await query<{ name: string; applied_at: Date }>(url, 'SELECT name, applied_at FROM schema_repeatables')).map((row) => [
@@ -252,13 +258,7 @@ describe('when a repeatable function file is edited on a migrated database', () 
 
 describe('when a part that two repeatable files include is edited', () => {
   it('should apply both including files again, with the part in their bodies, and nothing else', async () => {
-    const { url } = freshDatabase();
-    const directory = await mkdtemp(path.join(os.tmpdir(), 'cs-repeatables-'));
-    temporaryDirectories.push(directory);
-    const sync = path.join(directory, 'sync');
-    await cp(REPEATABLE_DIRS[0]!, sync, { recursive: true });
-    const repeatableDirs = [sync, ...REPEATABLE_DIRS.slice(1)];
-    await migrate(url, { repeatableDirs });
+    const { url, sync, repeatableDirs } = await migratedWithOwnSync();
     const bodies = async () =>
       query<{ name: string; body: string }>(
         url,

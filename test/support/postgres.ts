@@ -35,14 +35,19 @@ export interface PrivatePostgresOptions {
   settings?: readonly string[];
 }
 
-export async function startPrivatePostgres(options: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
-  const directory = await mkdtemp(path.join(os.tmpdir(), 'cs-pg-'));
+/** A directory and a free port for a server of the test's own, and how to run its tools as the directory's owner. */
+export async function serverPlace(prefix: string) {
+  const directory = await mkdtemp(path.join(os.tmpdir(), prefix));
   const port = await freePort();
   const asRoot = process.getuid?.() === 0;
   const asOwner = (command: string, args: string[]) =>
     asRoot ? run('runuser', ['-u', 'postgres', '--', command, ...args]) : run(command, args);
   if (asRoot) await run('chown', ['postgres:postgres', directory]);
-  const data = path.join(directory, 'data');
+  return { directory, port, asOwner, data: path.join(directory, 'data') };
+}
+
+export async function startPrivatePostgres(options: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
+  const { directory, port, asOwner, data } = await serverPlace('cs-pg-');
   const settings = [
     'listen_addresses=127.0.0.1',
     ...(options.durable ? [] : ['fsync=off', 'synchronous_commit=off']),

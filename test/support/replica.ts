@@ -1,13 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import type { PrivatePostgres } from './postgres.js';
-import { freePort } from './processes.js';
+import { type PrivatePostgres, serverPlace } from './postgres.js';
 
-const run = promisify(execFile);
+const _run = promisify(execFile);
 
 /** A streaming replica of a private Postgres (pg_basebackup -R, then pg_ctl start as a hot standby). */
 export interface StreamingReplica {
@@ -35,13 +33,7 @@ async function queryOnce<T>(url: string, text: string): Promise<T | undefined> {
 }
 
 export async function startStreamingReplica(primary: PrivatePostgres): Promise<StreamingReplica> {
-  const directory = await mkdtemp(path.join(os.tmpdir(), 'cs-replica-'));
-  const port = await freePort();
-  const asRoot = process.getuid?.() === 0;
-  const asOwner = (command: string, args: string[]) =>
-    asRoot ? run('runuser', ['-u', 'postgres', '--', command, ...args]) : run(command, args);
-  if (asRoot) await run('chown', ['postgres:postgres', directory]);
-  const data = path.join(directory, 'data');
+  const { directory, port, asOwner, data } = await serverPlace('cs-replica-');
   const serverOptions = [`-p ${port}`, `-k ${directory}`, '-c listen_addresses=127.0.0.1', '-c fsync=off', '-c hot_standby=on'].join(' ');
   const start = async () => {
     await asOwner('pg_ctl', ['-D', data, '-o', serverOptions, '-l', path.join(directory, 'log'), '-w', '-t', '60', 'start']);
