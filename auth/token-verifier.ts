@@ -1,4 +1,4 @@
-import { sha256 } from '../platform/crypto.js';
+import { sha256Base64 } from '../platform/crypto.js';
 import type { Database } from '../platform/db.js';
 import { Listener } from '../platform/listener.js';
 import type { Logger } from '../platform/logger.js';
@@ -58,14 +58,13 @@ export class TokenVerifier {
   }
 
   async verify(token: string): Promise<Principal | null> {
-    const key = sha256(token);
-    const cacheKey = key.toString('base64');
+    const cacheKey = sha256Base64(token);
     const now = Date.now();
     const hit = this.listener.listening ? this.cache.get(cacheKey) : undefined;
     if (hit && hit.cachedUntilMs > now) {
       return hit.expiresAtMs > now ? toPrincipal(hit.owner) : null;
     }
-    const owner = await findLiveToken(this.db, key);
+    const owner = await findLiveToken(this.db, Buffer.from(cacheKey, 'base64'));
     if (!owner) {
       this.cache.delete(cacheKey);
       return null;

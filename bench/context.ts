@@ -25,7 +25,9 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 export const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
 export async function waitFor(url: string): Promise<void> {
-  for (let attempt = 0; attempt < 400; attempt += 1) {
+  // A process's first start compiles the TypeScript it loads: on a loaded machine that alone can take half a minute.
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
     if (
       await fetch(url).then(
         (response) => response.ok,
