@@ -9,11 +9,13 @@ import type { ListPosition } from './list-request.js';
  * start. Each API process keeps (a ListAnchors built at start-up), per (language, kind), the keys of every
  * ANCHOR_STEP-th item and the snapshot they were read in. A page then starts
  * at the nearest anchor before it and skips fewer than ANCHOR_STEP items. The
- * list statement uses an anchor only while the list has not changed since
- * that snapshot (no live-record counter row written since: see
- * reads/sql/record_counts.sql), so pages stay exact; otherwise it walks
- * from the nearer end and the anchors are read again in the background, at most once per
- * REFRESH_INTERVAL_MS per list (a list written all the time is walked).
+ * list statement uses an anchor only while nothing at or before it in the
+ * list has changed since that snapshot (no live-record counter row written
+ * since that touched the list there: see reads/sql/record_counts.sql), so
+ * pages stay exact; records added after it, as a growing list's new records
+ * are, leave it where it was. Otherwise the page walks from the nearer end
+ * and the anchors are read again in the background, at most once per
+ * REFRESH_INTERVAL_MS per list (a list changed near its start all the time is walked).
  *
  * A list with no anchors yet (the process's first deep page of it) is read
  * once, and deep pages wait for that read instead of walking: on a large

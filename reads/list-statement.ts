@@ -77,12 +77,14 @@ export function listStatement(langKey: number, request: ListRequest) {
         WHERE lang_key = ${langKey} AND kind = ${request.parent.kind} AND id = ${request.parent.id} AND live
       )`
     : sql.fragment`TRUE`;
-  // The list has the order it had when the anchor was read iff no counter row was written since (record_counts.sql).
+  // The anchor is still at its offset iff no counter row written since it was read touched the list at or
+  // before it (record_counts.sql): records added after it (a list growing at its end) leave it where it was.
   const anchorValid =
     position.type === 'anchor'
       ? sql.fragment`NOT EXISTS (
           SELECT 1 FROM record_count_deltas
           WHERE lang_key = ${langKey} AND kind = ${kind} AND NOT pg_visible_in_snapshot(xact, ${position.snapshot}::pg_snapshot)
+            AND (low_created_at > ${position.anchor.key.created_at}::timestamptz) IS NOT TRUE
         )`
       : sql.fragment`FALSE`;
   const anchorOffset = position.type === 'anchor' ? position.anchor.offset : 0;

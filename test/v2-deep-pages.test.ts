@@ -120,6 +120,36 @@ describe('when deep pages of a big list are read', () => {
     await expectPages(DEEP);
   });
 
+  it('should keep starting from the anchors while records are only added after them', async () => {
+    // Anchors read after the moves above.
+    await sleep(6_000);
+    await expectPages(DEEP);
+    await sleep(1_500);
+    await expectPages(DEEP);
+    const deepPages = async () => {
+      const text = (await env.request('GET', '/metrics')).text;
+      const count = (start: string) =>
+        Number(new RegExp(`^sync_list_deep_pages_total\\{start="${start}"[^}]*\\} (\\d+)$`, 'm').exec(text)?.[1]);
+      return { anchor: count('anchor'), walked: count('walked') };
+    };
+    const before = await deepPages();
+    for (let index = 1; index <= 3; index += 1) {
+      await shop.save('product', { id: `tail${index}`, created_at: at(COUNT + index) });
+      order.push([at(COUNT + index), `tail${index}`]);
+      await expectPages(DEEP);
+    }
+    const after = await deepPages();
+    expect(after.walked).toBe(before.walked);
+    expect(after.anchor).toBeGreaterThan(before.anchor);
+
+    // A record added before them moves every anchor after it: those pages walk, still exact.
+    await shop.save('product', { id: 'early', created_at: at(1.5) });
+    order.push([at(1.5), 'early']);
+    sortOrder();
+    await expectPages(DEEP);
+    expect((await deepPages()).walked).toBeGreaterThan(after.walked);
+  });
+
   it('should walk to the end with cursors, giving every record once', async () => {
     const seen: string[] = [];
     let next: string | null = null;

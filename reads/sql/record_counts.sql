@@ -12,8 +12,11 @@
 -- The same rows tell readers when a list's order changed: every change of
 -- which records are live, or of a live record's created_at, writes a row
 -- (a created_at change a row with delta 0), tagged with its transaction
--- (`xact`). A list that has no row written after a snapshot has the order it
--- had in that snapshot (reads/list-anchors.ts relies on this).
+-- (`xact`) and with the least created_at it touched (`low_created_at`; null
+-- for a folded row: anywhere). An item of a list that has no row written
+-- after a snapshot with a low_created_at at or before the item's own is where
+-- it was in that snapshot: nothing before it came or went (reads/list-anchors.ts
+-- relies on this).
 --
 -- A fold is dear under steady writes: its scan of the key visits every row
 -- deleted by earlier folds that autovacuum has not removed yet (a few seconds'
@@ -21,6 +24,9 @@
 -- keeps a key at a hundred rows or so, which a total sums in one short index
 -- scan, and a list that finds more than 256 folds them itself
 -- (reads/read.service.ts).
+
+-- The signature before low_created_at: dropped so that no caller reaches it.
+DROP FUNCTION IF EXISTS record_count_add(bigint, text, bigint);
 
 CREATE OR REPLACE FUNCTION record_count_fold(p_lang_key bigint, p_kind text) RETURNS void
 LANGUAGE sql AS $$
@@ -39,13 +45,13 @@ LANGUAGE sql AS $$
 $$;
 
 -- Adds one delta row per (lang_key, kind) and folds that key about once in 128 changes.
-CREATE OR REPLACE FUNCTION record_count_add(p_lang_key bigint, p_kind text, p_delta bigint) RETURNS void
+CREATE OR REPLACE FUNCTION record_count_add(p_lang_key bigint, p_kind text, p_delta bigint, p_low timestamptz) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
   IF p_delta = 0 THEN
     RETURN;
   END IF;
-  INSERT INTO record_count_deltas (lang_key, kind, delta) VALUES (p_lang_key, p_kind, p_delta);
+  INSERT INTO record_count_deltas (lang_key, kind, delta, low_created_at) VALUES (p_lang_key, p_kind, p_delta, p_low);
   IF random() < 1.0 / 128 THEN
     PERFORM record_count_fold(p_lang_key, p_kind);
   END IF;
@@ -58,8 +64,8 @@ $$;
 CREATE OR REPLACE FUNCTION records_count_inserted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM record_count_add(lang_key, kind, n)
-  FROM (SELECT lang_key, kind, count(*) AS n FROM inserted_rows WHERE live GROUP BY lang_key, kind) AS changes;
+  PERFORM record_count_add(lang_key, kind, n, low)
+  FROM (SELECT lang_key, kind, count(*) AS n, min(created_at) AS low FROM inserted_rows WHERE live GROUP BY lang_key, kind) AS changes;
   RETURN NULL;
 END
 $$;
@@ -67,8 +73,8 @@ $$;
 CREATE OR REPLACE FUNCTION records_count_deleted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM record_count_add(lang_key, kind, -n)
-  FROM (SELECT lang_key, kind, count(*) AS n FROM deleted_rows WHERE live GROUP BY lang_key, kind) AS changes;
+  PERFORM record_count_add(lang_key, kind, -n, low)
+  FROM (SELECT lang_key, kind, count(*) AS n, min(created_at) AS low FROM deleted_rows WHERE live GROUP BY lang_key, kind) AS changes;
   RETURN NULL;
 END
 $$;
@@ -76,7 +82,7 @@ $$;
 CREATE OR REPLACE FUNCTION records_count_live_changed() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM record_count_add(NEW.lang_key, NEW.kind, CASE WHEN NEW.live THEN 1 ELSE -1 END);
+  PERFORM record_count_add(NEW.lang_key, NEW.kind, CASE WHEN NEW.live THEN 1 ELSE -1 END, least(OLD.created_at, NEW.created_at));
   RETURN NULL;
 END
 $$;
@@ -85,7 +91,8 @@ $$;
 CREATE OR REPLACE FUNCTION records_list_reordered() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO record_count_deltas (lang_key, kind, delta) VALUES (NEW.lang_key, NEW.kind, 0);
+  INSERT INTO record_count_deltas (lang_key, kind, delta, low_created_at)
+  VALUES (NEW.lang_key, NEW.kind, 0, least(OLD.created_at, NEW.created_at));
   RETURN NULL;
 END
 $$;
