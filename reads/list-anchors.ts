@@ -90,14 +90,18 @@ export class ListAnchors {
 
   /**
    * After a page was read: if it started deep in a big list and no valid anchor
-   * served it, read the anchors again in the background.
+   * served it, or the list has grown a step past its last anchor, read the
+   * anchors again in the background.
    */
   noteDeepRead(langKey: number, kind: StoredKind, start: number, total: number, usedAnchor: boolean): void {
     if (start < ANCHOR_STEP) return;
     if (usedAnchor) this.stats.fromAnchor += 1;
     else this.stats.walked += 1;
-    if (usedAnchor || total < 2 * ANCHOR_STEP) return;
-    void this.refresh(langKey, kind, this.entry(langKey, kind));
+    if (total < 2 * ANCHOR_STEP) return;
+    const anchors = this.entry(langKey, kind);
+    // Anchors stay valid while a list grows at its end (list-statement.ts): one that grew a step past them gets anchors there too.
+    if (usedAnchor && total < (anchors.keys.length + 2) * ANCHOR_STEP) return;
+    void this.refresh(langKey, kind, anchors);
   }
 
   private entry(langKey: number, kind: StoredKind): AnchoredList {

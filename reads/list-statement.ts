@@ -191,7 +191,8 @@ export function listStatement(langKey: number, request: ListRequest) {
           WHEN size = 0 THEN 'none'
           WHEN ${fromLinks} THEN 'links'
           WHEN ${keyset} THEN 'after'
-          WHEN anchor.valid AND start > ${anchorOffset}::int8 THEN 'anchor'
+          -- From the anchor unless the list grew so far past it that the walk from the end is shorter.
+          WHEN anchor.valid AND start > ${anchorOffset}::int8 AND start - ${anchorOffset}::int8 - 1 <= total - start - size THEN 'anchor'
           WHEN start * 2 + size > total THEN 'backward'
           ELSE 'forward'
         END AS branch
