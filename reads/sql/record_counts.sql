@@ -7,13 +7,13 @@
 -- or bulk batch) holding it while waiting for a record row that an API write
 -- holds (and that write waiting for the counter) would deadlock. Now and then a
 -- writer folds the visible rows of its key into one (skipping rows another
--- transaction is folding), so each key keeps about a hundred rows at most.
+-- transaction is folding), so each key keeps about two hundred rows at most.
 --
 -- The same rows tell readers when a list's order changed: every change of
 -- which records are live, or of a live record's created_at, writes a row
 -- (a created_at change a row with delta 0), tagged with its transaction
--- (`xact`) and with the least created_at it touched (`low_created_at`; null
--- for a folded row: anywhere). An item of a list that has no row written
+-- (`xact`) and with the least created_at it touched (`low_created_at`; null:
+-- anywhere). An item of a list that has no row written
 -- after a snapshot with a low_created_at at or before the item's own is where
 -- it was in that snapshot: nothing before it came or went (reads/list-anchors.ts
 -- relies on this).
@@ -21,27 +21,49 @@
 -- A fold is dear under steady writes: its scan of the key visits every row
 -- deleted by earlier folds that autovacuum has not removed yet (a few seconds'
 -- worth of writes), so folding often makes single writes dearer. Once in 128
--- keeps a key at a hundred rows or so, which a total sums in one short index
--- scan, and a list that finds more than 256 folds them itself
--- (reads/read.service.ts).
+-- keeps a key at a hundred rows or so (and up to 64 of earlier folds), which
+-- a total sums in one short index scan, and a list that finds more than 256
+-- folds them itself (reads/read.service.ts).
 
--- The signature before low_created_at: dropped so that no caller reaches it.
+-- The signatures before low_created_at: dropped so that no caller reaches them.
 DROP FUNCTION IF EXISTS record_count_add(bigint, text, bigint);
+DROP FUNCTION IF EXISTS record_count_fold(bigint, text);
 
+-- Folds the key's rows into one, which keeps the least created_at of what it
+-- folded (null if any was null: anywhere), so a folded row says no more about
+-- where the list changed than its rows did. A fold takes the changes' own
+-- rows and leaves earlier folds' rows alone, until there are FOLDED_MAX of
+-- those; then it takes them too. Folding them together puts the least time of
+-- every change since the last such fold in one new row, which makes every
+-- anchor read before it stale once (a list written from a bulk file keeps its
+-- earliest time in its folded row): so that happens once in FOLDED_MAX folds,
+-- not at every fold.
 CREATE OR REPLACE FUNCTION record_count_fold(p_lang_key bigint, p_kind text) RETURNS void
-LANGUAGE sql AS $$
-  WITH folded AS (
+LANGUAGE plpgsql AS $$
+DECLARE
+  FOLDED_MAX constant int := 64;
+  v_all boolean;
+BEGIN
+  v_all := (
+    SELECT count(*) FROM (
+      SELECT 1 FROM record_count_deltas WHERE lang_key = p_lang_key AND kind = p_kind AND folded LIMIT FOLDED_MAX
+    ) AS earlier
+  ) >= FOLDED_MAX;
+  WITH taken AS (
     DELETE FROM record_count_deltas
     WHERE ctid = ANY (ARRAY(
       SELECT ctid FROM record_count_deltas
-      WHERE lang_key = p_lang_key AND kind = p_kind
+      WHERE lang_key = p_lang_key AND kind = p_kind AND (v_all OR NOT folded)
       FOR UPDATE SKIP LOCKED
     ))
-    RETURNING delta
+    RETURNING delta, low_created_at
   )
-  INSERT INTO record_count_deltas (lang_key, kind, delta)
-  SELECT p_lang_key, p_kind, sum(delta) FROM folded
-  HAVING sum(delta) <> 0
+  -- Written even when the deltas sum to 0: a change that moved a record (delta 0) is still a change of the order.
+  INSERT INTO record_count_deltas (lang_key, kind, delta, low_created_at, folded)
+  SELECT p_lang_key, p_kind, sum(delta), CASE WHEN bool_or(low_created_at IS NULL) THEN NULL ELSE min(low_created_at) END, true
+  FROM taken
+  HAVING count(*) > 0;
+END
 $$;
 
 -- Adds one delta row per (lang_key, kind) and folds that key about once in 128 changes.
