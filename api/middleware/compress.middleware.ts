@@ -14,6 +14,15 @@ const COMPRESSED_TYPES = /^(?:application\/(?:json|x-ndjson|ndjson|jsonl)|text\/
 export const COMPRESS_THRESHOLD_BYTES = 1024;
 
 /**
+ * The compressors' cheapest settings: a list page (JSON of repeated keys)
+ * compresses nearly as well at these as at zlib's defaults (gzip 6, brotli 4)
+ * for a third or less of the CPU, which was a large part of the API's CPU
+ * per page (docs/decisions.md, "Compression levels").
+ */
+export const GZIP_LEVEL = 1;
+export const BROTLI_QUALITY = 1;
+
+/**
  * Compresses answers for clients that accept it (gzip or br, by the client's
  * preference), with `Vary: Accept-Encoding` on every answer. Request bodies
  * (uploads) are not touched. A streamed answer (no length known: line errors,
@@ -24,8 +33,14 @@ export function compressMiddleware() {
   const compressor = compress({
     filter: (type) => COMPRESSED_TYPES.test(type),
     threshold: COMPRESS_THRESHOLD_BYTES,
-    gzip: (_type, size) => (size === undefined ? { flush: constants.Z_SYNC_FLUSH } : {}),
-    br: (_type, size) => (size === undefined ? { flush: constants.BROTLI_OPERATION_FLUSH } : {}),
+    gzip: (_type, size) => (size === undefined ? { level: GZIP_LEVEL, flush: constants.Z_SYNC_FLUSH } : { level: GZIP_LEVEL }),
+    br: (_type, size) => ({
+      params: {
+        [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
+        ...(size === undefined ? {} : { [constants.BROTLI_PARAM_SIZE_HINT]: size }),
+      },
+      ...(size === undefined ? { flush: constants.BROTLI_OPERATION_FLUSH } : {}),
+    }),
     // deflate is named ambiguously by clients (zlib or raw); zstd is experimental in Node 24.
     deflate: false,
     zstd: false,
