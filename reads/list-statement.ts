@@ -1,7 +1,7 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { hasFilters, MAX_PER_PAGE } from '../catalogue/list-query.schema.js';
-import { isoText, itemColumns } from './item-shape.js';
+import { isoText, itemColumns, itemFields } from './item-shape.js';
 import { after, filterCondition, keyTime, scopeCondition } from './list-conditions.js';
 import type { ListRequest } from './list-request.js';
 
@@ -209,6 +209,7 @@ export function listStatement(langKey: number, request: ListRequest) {
       SELECT r.created_at, r.id, row_to_json(item)::text AS json
       FROM page AS r
       CROSS JOIN LATERAL (SELECT ${isoText(sql.identifier(['r', 'created_at']))} AS created_text) AS t
+      ${itemFields(request.shape)}
       CROSS JOIN LATERAL (SELECT ${itemColumns(langKey, request.shape)}) AS item
       ORDER BY r.created_at, r.id
       LIMIT ${request.perPage}::int8

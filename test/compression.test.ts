@@ -76,6 +76,20 @@ describe('when a client accepts gzip', () => {
     expect(JSON.parse(decoded(answer)).openapi).toMatch(/^3\./);
   });
 
+  it.each([
+    ['br', 'gzip, deflate, br'],
+    ['gzip', 'br;q=0.5, gzip'],
+    ['gzip', '*'],
+  ])('should give a v2 list in %s to a client sending %s, the same JSON as unencoded', async (encoding, accepted) => {
+    const target = `/api/v2/languages/${shop.lang}/products?per_page=30`;
+    const plain = await get(target);
+    const answer = await get(target, { 'accept-encoding': accepted });
+    expect(answer.headers['content-encoding']).toBe(encoding);
+    expect(answer.headers['content-type']).toMatch(/^application\/json/);
+    expect(Number(answer.headers['content-length'])).toBe(answer.wire.length);
+    expect(JSON.parse(decoded(answer))).toEqual(JSON.parse(decoded(plain)));
+  });
+
   it('should compress the script of /docs, a file streamed from disk', async () => {
     const answer = await get('/docs/swagger-ui-bundle.js', { 'accept-encoding': 'gzip' });
     expect(answer.status).toBe(200);

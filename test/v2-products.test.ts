@@ -226,6 +226,24 @@ describe('when a product is read through v2', () => {
     ]);
   });
 
+  it('should list a product whose record is stored compressed (a long description) as GET one shows it', async () => {
+    const description = Array.from({ length: 400 }, (_, index) => `Line ${index} of a long description.`).join(' ');
+    await shop.save('product', {
+      id: 'r3',
+      name: 'Three',
+      short_description: description,
+      url: 'https://shop.example/three',
+      price: 12.5,
+      visible: true,
+      custom_attributes: [{ name: 'colour', string_value: 'red' }],
+      created_at: at(3),
+    });
+    const list = await shop.get('/products');
+    const one = await shop.get('/products/r3');
+    expect(list.body.data.find((item: { id: string }) => item.id === 'r3')).toEqual(one.body);
+    expect(one.body).toMatchObject({ short_description: description, price: 12.5, custom_attributes: [{ name: 'colour', string_value: 'red' }] });
+  });
+
   it('should answer 404 {"error":"Product not found"} for a missing product', async () => {
     const response = await shop.get('/products/missing');
     expect(response.status).toBe(404);
