@@ -241,7 +241,11 @@ describe('when a product is read through v2', () => {
     const list = await shop.get('/products');
     const one = await shop.get('/products/r3');
     expect(list.body.data.find((item: { id: string }) => item.id === 'r3')).toEqual(one.body);
-    expect(one.body).toMatchObject({ short_description: description, price: 12.5, custom_attributes: [{ name: 'colour', string_value: 'red' }] });
+    expect(one.body).toMatchObject({
+      short_description: description,
+      price: 12.5,
+      custom_attributes: [{ name: 'colour', string_value: 'red' }],
+    });
   });
 
   it('should answer 404 {"error":"Product not found"} for a missing product', async () => {
