@@ -266,3 +266,18 @@ export async function pairsWithWork(db: CommonQueryMethods, limit: number): Prom
   `);
   return rows.map((row) => ({ accountId: row.account_id, webhookId: row.webhook_id, langKey: row.lang_key }));
 }
+
+/**
+ * How many active webhooks take `changes` of each live language (by
+ * lang_key): the languages whose commits may give a webhook work.
+ */
+export async function changePairsByLanguage(db: CommonQueryMethods): Promise<ReadonlyMap<number, number>> {
+  const rows = await db.any(sql.type(z.object({ lang_key: z.number(), pairs: z.number() }))`
+    SELECT l.lang_key, count(*)::int AS pairs
+    FROM webhooks w
+    JOIN languages l ON l.account_id = w.account_id AND l.deleted_at IS NULL AND (w.languages IS NULL OR l.id = ANY(w.languages))
+    WHERE w.active AND 'changes' = ANY(w.events)
+    GROUP BY l.lang_key
+  `);
+  return new Map(rows.map((row) => [row.lang_key, row.pairs]));
+}

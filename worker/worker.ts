@@ -92,6 +92,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     metrics: applierMetrics,
     webhooks: {
       options: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE, retryBaseMs: config.WEBHOOK_RETRY_BASE_MS },
+      whileRunning: (pair, deliver) => waker.whileRunning(pair, deliver),
       continue: (pair) => waker.continue(pair),
     },
     retention: {
