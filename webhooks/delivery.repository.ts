@@ -83,15 +83,48 @@ const stepRow = z.object({
   undelivered: z.number(),
 });
 
+/** A delivery whose body this worker holds already (it made it): the step need not read it back. */
+export interface KnownDelivery {
+  id: string;
+  body: string;
+}
+
 /**
  * Where the pair stands before its next delivery, in one statement: renews
  * this worker's lease and reads the webhook and the oldest undelivered
- * delivery. @returns null when the lease was lost (another worker took the
- * pair, or the webhook was deleted).
+ * delivery (its body left out when it is `known`). @returns null when the
+ * lease was lost (another worker took the pair, or the webhook was deleted).
  */
-export async function nextStep(db: CommonQueryMethods, pair: Pair, token: string): Promise<PairStep | null> {
+export async function nextStep(db: CommonQueryMethods, pair: Pair, token: string, known?: KnownDelivery): Promise<PairStep | null> {
+  return stepAfter(db, pair, token, sql.fragment``, null, known);
+}
+
+/**
+ * Marks `delivered` answered 2xx (as markDelivered does) and reads the pair's
+ * next step (as nextStep does), in one statement: the step leaves the
+ * delivery out, as its own snapshot still shows it undelivered.
+ */
+export async function markDeliveredThenStep(
+  db: CommonQueryMethods,
+  pair: Pair,
+  token: string,
+  delivered: { id: string; statusCode: number },
+  known?: KnownDelivery,
+): Promise<PairStep | null> {
+  return stepAfter(db, pair, token, sql.fragment`${deliveredStatements(pair, delivered.id, delivered.statusCode)},`, delivered.id, known);
+}
+
+async function stepAfter(
+  db: CommonQueryMethods,
+  pair: Pair,
+  token: string,
+  before: ReturnType<typeof sql.fragment>,
+  deliveredId: string | null,
+  known: KnownDelivery | undefined,
+): Promise<PairStep | null> {
+  const notDelivered = deliveredId === null ? sql.fragment`` : sql.fragment`AND id <> ${deliveredId}`;
   const row = await db.maybeOne(sql.type(stepRow)`
-    WITH lease AS (
+    WITH ${before} lease AS (
       UPDATE webhook_positions SET leased_until = now() + make_interval(secs => ${LEASE_SECONDS})
       WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND lease_token = ${token}
       RETURNING after_seq
@@ -100,6 +133,7 @@ export async function nextStep(db: CommonQueryMethods, pair: Pair, token: string
            (SELECT count(*)::int FROM (
               SELECT 1 FROM webhook_deliveries
               WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND status <> 'delivered'
+                ${notDelivered}
               LIMIT 2
             ) u) AS undelivered
     FROM lease
@@ -113,9 +147,10 @@ export async function nextStep(db: CommonQueryMethods, pair: Pair, token: string
         AND (w.languages IS NULL OR l.id = ANY(w.languages))
     ) t ON true
     LEFT JOIN LATERAL (
-      SELECT id::text AS id, body, attempts, next_attempt_at <= now() AS due
+      SELECT id::text AS id, CASE WHEN id::text = ${known?.id ?? ''} THEN NULL ELSE body END AS body, attempts, next_attempt_at <= now() AS due
       FROM webhook_deliveries
       WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND status <> 'delivered'
+        ${notDelivered}
       ORDER BY created_at, first_seq
       LIMIT 1
     ) d ON true
@@ -132,7 +167,8 @@ export async function nextStep(db: CommonQueryMethods, pair: Pair, token: string
           previous_secret: row.previous_secret,
           changes: row.changes!,
         };
-  const waiting = row.id === null ? null : { id: row.id, body: row.body!, attempts: row.attempts!, due: row.due! };
+  const body = row.id !== null && row.id === known?.id ? known.body : row.body;
+  const waiting = row.id === null ? null : { id: row.id, body: body!, attempts: row.attempts!, due: row.due! };
   return { after: row.after_seq, target, waiting, undelivered: row.undelivered };
 }
 
@@ -188,13 +224,18 @@ export async function storeDelivery(
 
 /** Answered 2xx: delivered; the webhook is no longer failing unless another of its deliveries still is. One statement. */
 export async function markDelivered(db: CommonQueryMethods, pair: Pair, id: string, statusCode: number): Promise<void> {
-  await db.query(sql.unsafe`
-    WITH delivered AS (
-      UPDATE webhook_deliveries
-      SET status = 'delivered', attempts = attempts + 1, last_status_code = ${statusCode}, last_error = NULL, delivered_at = now()
-      WHERE id = ${id} AND account_id = ${pair.accountId}
-      RETURNING id
-    )
+  await db.query(sql.unsafe`WITH ${deliveredStatements(pair, id, statusCode)} SELECT 1`);
+}
+
+/** markDelivered's two updates, as CTEs (`delivered`, `unfailed`) of a statement. */
+const deliveredStatements = (pair: Pair, id: string, statusCode: number) => sql.fragment`
+  delivered AS (
+    UPDATE webhook_deliveries
+    SET status = 'delivered', attempts = attempts + 1, last_status_code = ${statusCode}, last_error = NULL, delivered_at = now()
+    WHERE id = ${id} AND account_id = ${pair.accountId}
+    RETURNING id
+  ),
+  unfailed AS (
     UPDATE webhooks SET failing_since = NULL
     WHERE account_id = ${pair.accountId} AND id = ${pair.webhookId} AND failing_since IS NOT NULL
       AND NOT EXISTS (
@@ -202,8 +243,9 @@ export async function markDelivered(db: CommonQueryMethods, pair: Pair, id: stri
         WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND status = 'failing'
           AND id NOT IN (SELECT id FROM delivered)
       )
-  `);
-}
+    RETURNING 1
+  )
+`;
 
 /**
  * Not answered 2xx: tried again after `retryMs`. The webhook is failing

@@ -7,6 +7,7 @@ import type { Logger } from '../platform/logger.js';
 import {
   leasePair,
   markDelivered,
+  markDeliveredThenStep,
   markFailed,
   movePosition,
   nextStep,
@@ -55,8 +56,8 @@ export async function deliverPair(db: Database, pair: Pair, options: DeliveryOpt
   if ((await leasePair(db, pair, token)) === null) return false;
   try {
     const until = performance.now() + RUN_MS;
-    while (performance.now() < until) {
-      const step = await nextStep(db, pair, token);
+    let step = await nextStep(db, pair, token);
+    for (;;) {
       if (!step?.target) return false;
       const { target } = step;
       // A delivery already made is sent as it is; whether it was full is not known, so it counts as full.
@@ -74,13 +75,21 @@ export async function deliverPair(db: Database, pair: Pair, options: DeliveryOpt
       ]);
       if (sent.status === 'rejected') throw sent.reason;
       if (ahead.status === 'rejected') throw ahead.reason;
-      if (!sent.value) return false;
+      if (sent.value === null) return false;
+      const delivered = { id: waiting.id, statusCode: sent.value };
+      // The delivery made ahead is the next to send: its body is not read back.
+      const known = ahead.value?.delivery ?? undefined;
       if (!made.full) {
+        // Marked at once, not after the wait: the delivery log shows it delivered when it was.
+        await markDelivered(db, pair, delivered.id, delivered.statusCode);
         if (performance.now() + GATHER_MS >= until) return true;
         await setTimeout(GATHER_MS);
-      }
+        step = await nextStep(db, pair, token, known);
+      } else if (performance.now() >= until) {
+        await markDelivered(db, pair, delivered.id, delivered.statusCode);
+        return true;
+      } else step = await markDeliveredThenStep(db, pair, token, delivered, known);
     }
-    return true;
   } finally {
     await releasePair(db, pair, token);
   }
@@ -119,7 +128,11 @@ async function prepareNext(db: Database, pair: Pair, token: string, target: Pair
   return stored ? { delivery: { id, body, attempts: 0, due: true }, position: read.next, full } : { delivery: null, position: after, full };
 }
 
-/** Sends one delivery once and records the outcome. @returns whether it was answered 2xx. */
+/**
+ * Sends one delivery once. A failure is recorded here; a 2xx is recorded by
+ * the caller (with its next step, in one statement).
+ * @returns the 2xx status code, or null when it failed.
+ */
 async function attempt(
   db: Database,
   pair: Pair,
@@ -127,7 +140,7 @@ async function attempt(
   { id, body, attempts }: Undelivered,
   options: DeliveryOptions,
   logger: Logger,
-): Promise<boolean> {
+): Promise<number | null> {
   const timestamp = Math.floor(Date.now() / 1000);
   const secrets = target.previous_secret ? [target.secret, target.previous_secret] : [target.secret];
   const headers = {
@@ -136,10 +149,7 @@ async function attempt(
     'webhook-signature': signatureHeader(secrets, id, timestamp, body),
   };
   const outcome = await sendDelivery(target.url, headers, body, { allowPrivate: options.allowPrivate });
-  if (outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300) {
-    await markDelivered(db, pair, id, outcome.statusCode);
-    return true;
-  }
+  if (outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300) return outcome.statusCode;
   const error = outcome.error ?? `answered ${outcome.statusCode}`;
   await markFailed(db, pair, id, {
     statusCode: outcome.statusCode,
@@ -149,5 +159,5 @@ async function attempt(
     disableAfterMs: DISABLE_AFTER_MS,
   });
   logger.info({ webhook_id: pair.webhookId, delivery_id: id, status_code: outcome.statusCode, err: error }, 'webhook delivery failed');
-  return false;
+  return null;
 }
