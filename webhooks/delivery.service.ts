@@ -18,6 +18,7 @@ import {
   type Undelivered,
 } from './delivery.repository.js';
 import { sendDelivery } from './delivery.sender.js';
+import type { DeliveryAgents } from './delivery-agents.js';
 import { retryDelayMs } from './retry-delay.js';
 import { signatureHeader } from './webhook-secret.js';
 
@@ -38,6 +39,8 @@ export const GATHER_MS = 200;
 export interface DeliveryOptions {
   allowPrivate: boolean;
   retryBaseMs: number;
+  /** The process's keep-alive connections to receivers (none: a connection per request). */
+  agents?: DeliveryAgents;
 }
 
 /**
@@ -148,7 +151,7 @@ async function attempt(
     'webhook-timestamp': String(timestamp),
     'webhook-signature': signatureHeader(secrets, id, timestamp, body),
   };
-  const outcome = await sendDelivery(target.url, headers, body, { allowPrivate: options.allowPrivate });
+  const outcome = await sendDelivery(target.url, headers, body, { allowPrivate: options.allowPrivate, agents: options.agents });
   if (outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300) return outcome.statusCode;
   const error = outcome.error ?? `answered ${outcome.statusCode}`;
   await markFailed(db, pair, id, {
