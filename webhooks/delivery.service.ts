@@ -74,7 +74,7 @@ export async function deliverPair(db: Database, pair: Pair, options: DeliveryOpt
       const makeAhead = target.changes && made.full && step.undelivered <= 1;
       const [sent, ahead] = await Promise.allSettled([
         attempt(db, pair, target, waiting, options, logger),
-        makeAhead ? prepareNext(db, pair, token, target, made.position) : Promise.resolve(null),
+        makeAhead ? prepareNext(db, pair, token, target, made.position, made.backlog) : Promise.resolve(null),
       ]);
       if (sent.status === 'rejected') throw sent.reason;
       if (ahead.status === 'rejected') throw ahead.reason;
@@ -103,12 +103,21 @@ interface Made {
   delivery: Undelivered | null;
   position: number;
   full: boolean;
+  /** The horizon read up to, when entries below it were left for the next delivery. */
+  backlog?: number | undefined;
 }
 
-/** Puts the entries after `after` into a delivery. */
-async function prepareNext(db: Database, pair: Pair, token: string, target: PairTarget, after: number): Promise<Made> {
+/**
+ * Puts the entries after `after` into a delivery. With `backlog` (a horizon
+ * the delivery before left entries below), the entries are read up to it,
+ * without reading the horizon again; only when they do not fill a delivery
+ * are they read up to the horizon of now.
+ */
+async function prepareNext(db: Database, pair: Pair, token: string, target: PairTarget, after: number, backlog?: number): Promise<Made> {
   const span = { langKey: pair.langKey, languageId: target.language_id, after };
-  const read = await readEntriesAfter(db, span, { limit: DELIVERY_MAX_ENTRIES, kinds: target.kinds ?? undefined });
+  const options = { limit: DELIVERY_MAX_ENTRIES, kinds: target.kinds ?? undefined };
+  let read = backlog === undefined ? undefined : await readEntriesAfter(db, span, { ...options, through: backlog });
+  if (!read?.hasMore) read = await readEntriesAfter(db, span, options);
   if (read.rows.length === 0) {
     // Only entries of other kinds: passed by.
     const moved = read.next > after && (await movePosition(db, pair, token, read.next));
@@ -128,7 +137,9 @@ async function prepareNext(db: Database, pair: Pair, token: string, target: Pair
   };
   const stored = await storeDelivery(db, pair, token, delivery, read.next);
   const full = read.rows.length === DELIVERY_MAX_ENTRIES;
-  return stored ? { delivery: { id, body, attempts: 0, due: true }, position: read.next, full } : { delivery: null, position: after, full };
+  return stored
+    ? { delivery: { id, body, attempts: 0, due: true }, position: read.next, full, backlog: read.hasMore ? read.through : undefined }
+    : { delivery: null, position: after, full };
 }
 
 /**
