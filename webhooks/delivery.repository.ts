@@ -83,59 +83,77 @@ const stepRow = z.object({
   undelivered: z.number(),
 });
 
-/** A delivery whose body this worker holds already (it made it): the step need not read it back. */
-export interface KnownDelivery {
-  id: string;
-  body: string;
-}
-
 /**
  * Where the pair stands before its next delivery, in one statement: renews
  * this worker's lease and reads the webhook and the oldest undelivered
- * delivery (its body left out when it is `known`). @returns null when the
- * lease was lost (another worker took the pair, or the webhook was deleted).
+ * delivery. @returns null when the lease was lost (another worker took the
+ * pair, or the webhook was deleted).
  */
-export async function nextStep(db: CommonQueryMethods, pair: Pair, token: string, known?: KnownDelivery): Promise<PairStep | null> {
-  return stepAfter(db, pair, token, sql.fragment``, null, known);
+export async function nextStep(db: CommonQueryMethods, pair: Pair, token: string): Promise<PairStep | null> {
+  const row = await db.maybeOne(sql.type(stepRow)`
+    WITH lease AS (
+      UPDATE webhook_positions SET leased_until = now() + make_interval(secs => ${LEASE_SECONDS})
+      WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND lease_token = ${token}
+      RETURNING after_seq
+    )
+    ${stepSelect(pair, null)}
+  `);
+  return row && stepOf(row);
+}
+
+/** What a run read ahead: the next delivery (none when every entry read was of other kinds) and the position past what it read. */
+export interface ReadAhead {
+  delivery: NewDelivery | null;
+  position: number;
 }
 
 /**
- * Marks `delivered` answered 2xx (as markDelivered does) and reads the pair's
- * next step (as nextStep does), in one statement: the step leaves the
- * delivery out, as its own snapshot still shows it undelivered.
+ * Marks `delivered` answered 2xx (as markDelivered does), stores what was
+ * read ahead while it was in flight (as storeDelivery does: only while this
+ * worker holds the pair), and reads the pair's next step (as nextStep does),
+ * in one statement. The statement's snapshot shows neither change, so the
+ * step leaves the delivered one out, and counts the stored one in `stored`.
  */
 export async function markDeliveredThenStep(
   db: CommonQueryMethods,
   pair: Pair,
   token: string,
   delivered: { id: string; statusCode: number },
-  known?: KnownDelivery,
-): Promise<PairStep | null> {
-  return stepAfter(db, pair, token, sql.fragment`${deliveredStatements(pair, delivered.id, delivered.statusCode)},`, delivered.id, known);
-}
-
-async function stepAfter(
-  db: CommonQueryMethods,
-  pair: Pair,
-  token: string,
-  before: ReturnType<typeof sql.fragment>,
-  deliveredId: string | null,
-  known: KnownDelivery | undefined,
-): Promise<PairStep | null> {
-  const notDelivered = deliveredId === null ? sql.fragment`` : sql.fragment`AND id <> ${deliveredId}`;
-  const row = await db.maybeOne(sql.type(stepRow)`
-    WITH ${before} lease AS (
+  ahead: ReadAhead | null,
+): Promise<(PairStep & { stored: boolean }) | null> {
+  const lease = ahead
+    ? sql.fragment`
+      UPDATE webhook_positions SET leased_until = now() + make_interval(secs => ${LEASE_SECONDS}), after_seq = ${ahead.position}
+      WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey}
+        AND lease_token = ${token} AND leased_until > now()
+      RETURNING after_seq`
+    : sql.fragment`
       UPDATE webhook_positions SET leased_until = now() + make_interval(secs => ${LEASE_SECONDS})
       WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND lease_token = ${token}
-      RETURNING after_seq
-    )
+      RETURNING after_seq`;
+  const store = ahead?.delivery
+    ? insertDelivery(pair, ahead.delivery, sql.fragment`lease`)
+    : sql.fragment`SELECT NULL::text AS id WHERE false`;
+  const row = await db.maybeOne(sql.type(stepRow.extend({ stored: z.boolean() }))`
+    WITH ${deliveredStatements(pair, delivered.id, delivered.statusCode)},
+    lease AS (${lease}),
+    stored AS (${store})
+    ${stepSelect(pair, delivered.id, sql.fragment`, EXISTS (SELECT 1 FROM stored) AS stored`)}
+  `);
+  return row && { ...stepOf(row), stored: row.stored };
+}
+
+/** The step's SELECT over a `lease` CTE, leaving `deliveredId` out of what is undelivered. */
+const stepSelect = (pair: Pair, deliveredId: string | null, extra = sql.fragment``) => {
+  const notDelivered = deliveredId === null ? sql.fragment`` : sql.fragment`AND id <> ${deliveredId}`;
+  return sql.fragment`
     SELECT lease.after_seq, t.url, t.language_id, t.kinds, t.secret, t.previous_secret, t.changes, d.id, d.body, d.attempts, d.due,
            (SELECT count(*)::int FROM (
               SELECT 1 FROM webhook_deliveries
               WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND status <> 'delivered'
                 ${notDelivered}
               LIMIT 2
-            ) u) AS undelivered
+            ) u) AS undelivered ${extra}
     FROM lease
     LEFT JOIN LATERAL (
       SELECT w.url, l.id AS language_id, w.kinds, w.secret,
@@ -147,15 +165,17 @@ async function stepAfter(
         AND (w.languages IS NULL OR l.id = ANY(w.languages))
     ) t ON true
     LEFT JOIN LATERAL (
-      SELECT id::text AS id, CASE WHEN id::text = ${known?.id ?? ''} THEN NULL ELSE body END AS body, attempts, next_attempt_at <= now() AS due
+      SELECT id::text AS id, body, attempts, next_attempt_at <= now() AS due
       FROM webhook_deliveries
       WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND status <> 'delivered'
         ${notDelivered}
       ORDER BY created_at, first_seq
       LIMIT 1
     ) d ON true
-  `);
-  if (row === null) return null;
+  `;
+};
+
+const stepOf = (row: z.infer<typeof stepRow>): PairStep => {
   const target =
     row.url === null
       ? null
@@ -167,10 +187,9 @@ async function stepAfter(
           previous_secret: row.previous_secret,
           changes: row.changes!,
         };
-  const body = row.id !== null && row.id === known?.id ? known.body : row.body;
-  const waiting = row.id === null ? null : { id: row.id, body: body!, attempts: row.attempts!, due: row.due! };
+  const waiting = row.id === null ? null : { id: row.id, body: row.body!, attempts: row.attempts!, due: row.due! };
   return { after: row.after_seq, target, waiting, undelivered: row.undelivered };
-}
+};
 
 /** Moves the position on past entries filtered out, while this worker holds the pair. */
 export async function movePosition(db: CommonQueryMethods, pair: Pair, token: string, afterSeq: number): Promise<boolean> {
@@ -212,15 +231,20 @@ export async function storeDelivery(
         AND lease_token = ${token} AND leased_until > now()
       RETURNING 1
     )
-    INSERT INTO webhook_deliveries
-      (id, account_id, webhook_id, lang_key, language_id, type, entries, first_seq, last_seq, body, next_attempt_at, created_at)
-    SELECT ${delivery.id}, ${pair.accountId}, ${pair.webhookId}, ${pair.langKey}, ${delivery.languageId}, 'changes',
-           ${delivery.entries}, ${delivery.firstSeq}, ${delivery.lastSeq}, ${delivery.body}, now(), clock_timestamp()
-    FROM moved
-    RETURNING id::text AS id
+    ${insertDelivery(pair, delivery, sql.fragment`moved`)}
   `);
   return stored !== null;
 }
+
+/** Inserts a `changes` delivery once for each row of `source` (a CTE: one row while the lease holds, else none). */
+const insertDelivery = (pair: Pair, delivery: NewDelivery, source: ReturnType<typeof sql.fragment>) => sql.fragment`
+  INSERT INTO webhook_deliveries
+    (id, account_id, webhook_id, lang_key, language_id, type, entries, first_seq, last_seq, body, next_attempt_at, created_at)
+  SELECT ${delivery.id}, ${pair.accountId}, ${pair.webhookId}, ${pair.langKey}, ${delivery.languageId}, 'changes',
+         ${delivery.entries}, ${delivery.firstSeq}, ${delivery.lastSeq}, ${delivery.body}, now(), clock_timestamp()
+  FROM ${source}
+  RETURNING id::text AS id
+`;
 
 /** Answered 2xx: delivered; the webhook is no longer failing unless another of its deliveries still is. One statement. */
 export async function markDelivered(db: CommonQueryMethods, pair: Pair, id: string, statusCode: number): Promise<void> {
