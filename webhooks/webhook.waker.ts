@@ -13,6 +13,8 @@ import { changePairsByLanguage, type Pair, pairsWithWork } from './delivery.repo
 export const WEBHOOK_SWEEP_MS = 1_000;
 /** A heard commit is looked at after this long, so that a burst of commits makes one sweep. */
 const HEARD_DELAY_MS = 20;
+/** A heard commit sweeps anyway when what the waker knows of the webhooks is older than this (one made since is found so). */
+const WATCHED_FRESH_MS = 250;
 /** Pairs queued per sweep at most; the rest on the next. */
 const PAIRS_PER_SWEEP = 1_000;
 
@@ -27,7 +29,8 @@ const PAIRS_PER_SWEEP = 1_000;
  *
  * A heard commit sweeps only when it may give a pair work that no run of this
  * process is on: its language has an active webhook taking `changes` (as of
- * the last timer sweep) and not every such pair of it is running here. A
+ * the last sweep) and not every such pair of it is running here, or that
+ * sweep is older than WATCHED_FRESH_MS (a webhook made since is found). A
  * running pair reads on by itself; one heard while it runs is swept for once
  * the run ends without more to send, in case the run's last read came before
  * it. Bulk jobs are announced by the timer sweep only: a commit does not end one.
@@ -39,8 +42,9 @@ export class WebhookWaker {
   private again: 'heard' | 'timer' | undefined;
   private readonly listener: Listener;
   private stopped = false;
-  /** Active webhooks taking `changes`, per lang_key, as the last timer sweep found them. */
+  /** Active webhooks taking `changes`, per lang_key, as the last sweep found them, and when. */
   private watched: ReadonlyMap<number, number> = new Map();
+  private watchedAt = 0;
   /** The pairs this process is running now, by pairKey; `heard`: a commit of its language was heard during the run. */
   private readonly runs = new Map<string, { pair: Pair; key: string; heard: boolean }>();
 
@@ -73,14 +77,13 @@ export class WebhookWaker {
   heard(langKey: number): void {
     if (this.stopped) return;
     const pairs = this.watched.get(langKey) ?? 0;
-    if (pairs === 0) return;
     const runningHere = new Set<string>();
     for (const run of this.runs.values()) {
       if (run.pair.langKey !== langKey) continue;
       run.heard = true;
       runningHere.add(run.key);
     }
-    if (runningHere.size < pairs) this.wake();
+    if (runningHere.size < pairs || performance.now() - this.watchedAt >= WATCHED_FRESH_MS) this.wake();
   }
 
   /** Sweeps shortly. */
@@ -150,10 +153,10 @@ export class WebhookWaker {
   private async sweepOnce(by: 'heard' | 'timer'): Promise<void> {
     if (this.stopped) return;
     try {
-      if (by === 'timer') {
-        this.watched = await changePairsByLanguage(this.db);
-        await announceFinishedBulkJobs(this.db, this.announceWithinDays);
-      }
+      const at = performance.now();
+      this.watched = await changePairsByLanguage(this.db);
+      this.watchedAt = at;
+      if (by === 'timer') await announceFinishedBulkJobs(this.db, this.announceWithinDays);
       for (const pair of await pairsWithWork(this.db, PAIRS_PER_SWEEP)) {
         await this.queue.add('deliver-webhook', pair, { ...JOB_OPTIONS, jobId: jobIds.deliverWebhook(pairKey(pair)) });
       }
