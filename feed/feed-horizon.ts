@@ -24,11 +24,13 @@ const HORIZON_TIMEOUT_MS = 5_000;
  * @throws {FeedHorizonBusyError} when the language's batch stays open too long.
  */
 export async function languageHorizon(db: CommonQueryMethods, langKey: number, timeoutMs = HORIZON_TIMEOUT_MS): Promise<number> {
-  // Two statements, in this order: the sequence must be read before the locks are.
-  const horizon = await db.oneFirst(sql.type(z.object({ horizon: z.number() }))`
-    SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS horizon FROM audit_log_seq_seq
+  // One statement, the sequence read before the locks are: the lock list is a subquery of the sequence's row.
+  const { horizon, writers } = await db.one(sql.type(z.object({ horizon: z.number(), writers: z.array(z.string()) }))`
+    WITH seq AS MATERIALIZED (
+      SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS horizon FROM audit_log_seq_seq
+    )
+    SELECT seq.horizon, ARRAY(${holdersOf(langKey)} AND seq.horizon IS NOT NULL) AS writers FROM seq
   `);
-  const writers = await applierHolders(db, langKey);
   if (writers.length === 0) return horizon;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -46,9 +48,11 @@ export async function languageHorizon(db: CommonQueryMethods, langKey: number, t
  * keys as classid and objid.
  */
 const applierHolders = (db: CommonQueryMethods, langKey: number): Promise<readonly string[]> =>
-  db.anyFirst(sql.type(z.object({ vxid: z.string() }))`
-    SELECT virtualtransaction AS vxid FROM pg_locks
-    WHERE locktype = 'advisory' AND granted
-      AND classid = sync_lock_class('applier')::oid AND objid = sync_lock_key(${langKey})::oid AND objsubid = 2
-      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-  `);
+  db.anyFirst(sql.type(z.object({ vxid: z.string() }))`${holdersOf(langKey)}`);
+
+const holdersOf = (langKey: number) => sql.fragment`
+  SELECT virtualtransaction AS vxid FROM pg_locks
+  WHERE locktype = 'advisory' AND granted
+    AND classid = sync_lock_class('applier')::oid AND objid = sync_lock_key(${langKey})::oid AND objsubid = 2
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+`;

@@ -15,6 +15,8 @@ export interface FeedRead {
   next: number;
   /** More entries (of the kinds asked) are there now. */
   hasMore: boolean;
+  /** The horizon read up to: it stays one (entries at or below it are final), so a later read may be given it. */
+  through: number;
 }
 
 /**
@@ -28,18 +30,23 @@ export interface FeedRead {
 export async function readEntriesAfter(
   db: CommonQueryMethods,
   span: FeedSpan,
-  options: { limit: number; kinds?: readonly string[] | undefined },
+  options: {
+    limit: number;
+    kinds?: readonly string[] | undefined;
+    /** A horizon an earlier read returned, to read up to instead of asking again (it may have moved on since). */
+    through?: number | undefined;
+  },
 ): Promise<FeedRead> {
-  const through = await languageHorizon(db, span.langKey);
+  const through = options.through ?? (await languageHorizon(db, span.langKey));
   const range = { ...span, through };
   const rows = await selectFeedRows(db, range, options.limit + 1, options.kinds);
   if (rows.length > options.limit) {
     const page = rows.slice(0, options.limit);
-    return { rows: page, next: page[page.length - 1]!.seq, hasMore: true };
+    return { rows: page, next: page[page.length - 1]!.seq, hasMore: true, through };
   }
   // Everything up to the horizon was examined: filtered out entries are passed too.
   const last = options.kinds === undefined ? rows.at(-1)?.seq : await lastFeedSeq(db, range);
-  return { rows, next: last ?? span.after, hasMore: false };
+  return { rows, next: last ?? span.after, hasMore: false, through };
 }
 
 /** The position of the language's head: every entry at or below it is final, every later one will be above it. */

@@ -96,12 +96,64 @@ export async function nextStep(db: CommonQueryMethods, pair: Pair, token: string
       WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND lease_token = ${token}
       RETURNING after_seq
     )
+    ${stepSelect(pair, null)}
+  `);
+  return row && stepOf(row);
+}
+
+/** What a run read ahead: the next delivery (none when every entry read was of other kinds) and the position past what it read. */
+export interface ReadAhead {
+  delivery: NewDelivery | null;
+  position: number;
+}
+
+/**
+ * Marks `delivered` answered 2xx (as markDelivered does), stores what was
+ * read ahead while it was in flight (as storeDelivery does: only while this
+ * worker holds the pair), and reads the pair's next step (as nextStep does),
+ * in one statement. The statement's snapshot shows neither change, so the
+ * step leaves the delivered one out, and counts the stored one in `stored`.
+ */
+export async function markDeliveredThenStep(
+  db: CommonQueryMethods,
+  pair: Pair,
+  token: string,
+  delivered: { id: string; statusCode: number },
+  ahead: ReadAhead | null,
+): Promise<(PairStep & { stored: boolean }) | null> {
+  const lease = ahead
+    ? sql.fragment`
+      UPDATE webhook_positions SET leased_until = now() + make_interval(secs => ${LEASE_SECONDS}), after_seq = ${ahead.position}
+      WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey}
+        AND lease_token = ${token} AND leased_until > now()
+      RETURNING after_seq`
+    : sql.fragment`
+      UPDATE webhook_positions SET leased_until = now() + make_interval(secs => ${LEASE_SECONDS})
+      WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND lease_token = ${token}
+      RETURNING after_seq`;
+  const store = ahead?.delivery
+    ? insertDelivery(pair, ahead.delivery, sql.fragment`lease`)
+    : sql.fragment`SELECT NULL::text AS id WHERE false`;
+  const row = await db.maybeOne(sql.type(stepRow.extend({ stored: z.boolean() }))`
+    WITH ${deliveredStatements(pair, delivered.id, delivered.statusCode)},
+    lease AS (${lease}),
+    stored AS (${store})
+    ${stepSelect(pair, delivered.id, sql.fragment`, EXISTS (SELECT 1 FROM stored) AS stored`)}
+  `);
+  return row && { ...stepOf(row), stored: row.stored };
+}
+
+/** The step's SELECT over a `lease` CTE, leaving `deliveredId` out of what is undelivered. */
+const stepSelect = (pair: Pair, deliveredId: string | null, extra = sql.fragment``) => {
+  const notDelivered = deliveredId === null ? sql.fragment`` : sql.fragment`AND id <> ${deliveredId}`;
+  return sql.fragment`
     SELECT lease.after_seq, t.url, t.language_id, t.kinds, t.secret, t.previous_secret, t.changes, d.id, d.body, d.attempts, d.due,
            (SELECT count(*)::int FROM (
               SELECT 1 FROM webhook_deliveries
               WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND status <> 'delivered'
+                ${notDelivered}
               LIMIT 2
-            ) u) AS undelivered
+            ) u) AS undelivered ${extra}
     FROM lease
     LEFT JOIN LATERAL (
       SELECT w.url, l.id AS language_id, w.kinds, w.secret,
@@ -116,11 +168,14 @@ export async function nextStep(db: CommonQueryMethods, pair: Pair, token: string
       SELECT id::text AS id, body, attempts, next_attempt_at <= now() AS due
       FROM webhook_deliveries
       WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND lang_key = ${pair.langKey} AND status <> 'delivered'
+        ${notDelivered}
       ORDER BY created_at, first_seq
       LIMIT 1
     ) d ON true
-  `);
-  if (row === null) return null;
+  `;
+};
+
+const stepOf = (row: z.infer<typeof stepRow>): PairStep => {
   const target =
     row.url === null
       ? null
@@ -134,7 +189,7 @@ export async function nextStep(db: CommonQueryMethods, pair: Pair, token: string
         };
   const waiting = row.id === null ? null : { id: row.id, body: row.body!, attempts: row.attempts!, due: row.due! };
   return { after: row.after_seq, target, waiting, undelivered: row.undelivered };
-}
+};
 
 /** Moves the position on past entries filtered out, while this worker holds the pair. */
 export async function movePosition(db: CommonQueryMethods, pair: Pair, token: string, afterSeq: number): Promise<boolean> {
@@ -176,25 +231,35 @@ export async function storeDelivery(
         AND lease_token = ${token} AND leased_until > now()
       RETURNING 1
     )
-    INSERT INTO webhook_deliveries
-      (id, account_id, webhook_id, lang_key, language_id, type, entries, first_seq, last_seq, body, next_attempt_at, created_at)
-    SELECT ${delivery.id}, ${pair.accountId}, ${pair.webhookId}, ${pair.langKey}, ${delivery.languageId}, 'changes',
-           ${delivery.entries}, ${delivery.firstSeq}, ${delivery.lastSeq}, ${delivery.body}, now(), clock_timestamp()
-    FROM moved
-    RETURNING id::text AS id
+    ${insertDelivery(pair, delivery, sql.fragment`moved`)}
   `);
   return stored !== null;
 }
 
+/** Inserts a `changes` delivery once for each row of `source` (a CTE: one row while the lease holds, else none). */
+const insertDelivery = (pair: Pair, delivery: NewDelivery, source: ReturnType<typeof sql.fragment>) => sql.fragment`
+  INSERT INTO webhook_deliveries
+    (id, account_id, webhook_id, lang_key, language_id, type, entries, first_seq, last_seq, body, next_attempt_at, created_at)
+  SELECT ${delivery.id}, ${pair.accountId}, ${pair.webhookId}, ${pair.langKey}, ${delivery.languageId}, 'changes',
+         ${delivery.entries}, ${delivery.firstSeq}, ${delivery.lastSeq}, ${delivery.body}, now(), clock_timestamp()
+  FROM ${source}
+  RETURNING id::text AS id
+`;
+
 /** Answered 2xx: delivered; the webhook is no longer failing unless another of its deliveries still is. One statement. */
 export async function markDelivered(db: CommonQueryMethods, pair: Pair, id: string, statusCode: number): Promise<void> {
-  await db.query(sql.unsafe`
-    WITH delivered AS (
-      UPDATE webhook_deliveries
-      SET status = 'delivered', attempts = attempts + 1, last_status_code = ${statusCode}, last_error = NULL, delivered_at = now()
-      WHERE id = ${id} AND account_id = ${pair.accountId}
-      RETURNING id
-    )
+  await db.query(sql.unsafe`WITH ${deliveredStatements(pair, id, statusCode)} SELECT 1`);
+}
+
+/** markDelivered's two updates, as CTEs (`delivered`, `unfailed`) of a statement. */
+const deliveredStatements = (pair: Pair, id: string, statusCode: number) => sql.fragment`
+  delivered AS (
+    UPDATE webhook_deliveries
+    SET status = 'delivered', attempts = attempts + 1, last_status_code = ${statusCode}, last_error = NULL, delivered_at = now()
+    WHERE id = ${id} AND account_id = ${pair.accountId}
+    RETURNING id
+  ),
+  unfailed AS (
     UPDATE webhooks SET failing_since = NULL
     WHERE account_id = ${pair.accountId} AND id = ${pair.webhookId} AND failing_since IS NOT NULL
       AND NOT EXISTS (
@@ -202,8 +267,9 @@ export async function markDelivered(db: CommonQueryMethods, pair: Pair, id: stri
         WHERE account_id = ${pair.accountId} AND webhook_id = ${pair.webhookId} AND status = 'failing'
           AND id NOT IN (SELECT id FROM delivered)
       )
-  `);
-}
+    RETURNING 1
+  )
+`;
 
 /**
  * Not answered 2xx: tried again after `retryMs`. The webhook is failing
@@ -265,4 +331,19 @@ export async function pairsWithWork(db: CommonQueryMethods, limit: number): Prom
     LIMIT ${limit}
   `);
   return rows.map((row) => ({ accountId: row.account_id, webhookId: row.webhook_id, langKey: row.lang_key }));
+}
+
+/**
+ * How many active webhooks take `changes` of each live language (by
+ * lang_key): the languages whose commits may give a webhook work.
+ */
+export async function changePairsByLanguage(db: CommonQueryMethods): Promise<ReadonlyMap<number, number>> {
+  const rows = await db.any(sql.type(z.object({ lang_key: z.number(), pairs: z.number() }))`
+    SELECT l.lang_key, count(*)::int AS pairs
+    FROM webhooks w
+    JOIN languages l ON l.account_id = w.account_id AND l.deleted_at IS NULL AND (w.languages IS NULL OR l.id = ANY(w.languages))
+    WHERE w.active AND 'changes' = ANY(w.events)
+    GROUP BY l.lang_key
+  `);
+  return new Map(rows.map((row) => [row.lang_key, row.pairs]));
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import pg from 'pg';
 import type { Database } from '../platform/db.js';
@@ -7,12 +7,14 @@ import type { Logger } from '../platform/logger.js';
 import { AUDIT_WRITTEN } from '../sync/audit.repository.js';
 import { jobIds } from '../sync/job-ids.js';
 import { announceFinishedBulkJobs } from './bulk-finished.announcer.js';
-import { type Pair, pairsWithWork } from './delivery.repository.js';
+import { changePairsByLanguage, type Pair, pairsWithWork } from './delivery.repository.js';
 
 /** How often every worker process looks for webhook work, whatever it heard. */
 export const WEBHOOK_SWEEP_MS = 1_000;
 /** A heard commit is looked at after this long, so that a burst of commits makes one sweep. */
 const HEARD_DELAY_MS = 20;
+/** A heard commit sweeps anyway when what the waker knows of the webhooks is older than this (one made since is found so). */
+const WATCHED_FRESH_MS = 250;
 /** Pairs queued per sweep at most; the rest on the next. */
 const PAIRS_PER_SWEEP = 1_000;
 
@@ -24,14 +26,27 @@ const PAIRS_PER_SWEEP = 1_000;
  * Postgres (positions, deliveries, the audit log), so a job lost with Redis,
  * a notification missed while the connection was down, or a retry coming due
  * only waits for the next sweep.
+ *
+ * A heard commit sweeps only when it may give a pair work that no run of this
+ * process is on: its language has an active webhook taking `changes` (as of
+ * the last sweep) and not every such pair of it is running here, or that
+ * sweep is older than WATCHED_FRESH_MS (a webhook made since is found). A
+ * running pair reads on by itself; one heard while it runs is swept for once
+ * the run ends without more to send, in case the run's last read came before
+ * it. Bulk jobs are announced by the timer sweep only: a commit does not end one.
  */
 export class WebhookWaker {
   private timer: NodeJS.Timeout | undefined;
   private soon: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
-  private again = false;
+  private again: 'heard' | 'timer' | undefined;
   private readonly listener: Listener;
   private stopped = false;
+  /** Active webhooks taking `changes`, per lang_key, as the last sweep found them, and when. */
+  private watched: ReadonlyMap<number, number> = new Map();
+  private watchedAt = 0;
+  /** The pairs this process is running now, by pairKey; `heard`: a commit of its language was heard during the run. */
+  private readonly runs = new Map<string, { pair: Pair; key: string; heard: boolean }>();
 
   constructor(
     private readonly db: Database,
@@ -43,7 +58,7 @@ export class WebhookWaker {
   ) {
     this.listener = new Listener(databaseUrl, logger, {
       channels: [pg.escapeIdentifier(AUDIT_WRITTEN)],
-      onNotification: () => this.wake(),
+      onNotification: (payload) => this.heard(Number(payload)),
       // The sweep every second goes on meanwhile; the listener comes back when Postgres does.
       onLost: () => undefined,
       lostMessage: 'webhook listener lost its connection',
@@ -53,18 +68,52 @@ export class WebhookWaker {
   }
 
   async start(): Promise<void> {
-    this.timer = setInterval(() => void this.sweep(), WEBHOOK_SWEEP_MS);
+    this.timer = setInterval(() => void this.sweep('timer'), WEBHOOK_SWEEP_MS);
     await this.listener.start();
-    void this.sweep();
+    void this.sweep('timer');
   }
 
-  /** Sweeps shortly (a heard commit). */
+  /** A commit wrote audit entries of the language `langKey`. */
+  heard(langKey: number): void {
+    if (this.stopped) return;
+    const pairs = this.watched.get(langKey) ?? 0;
+    const runningHere = new Set<string>();
+    for (const run of this.runs.values()) {
+      if (run.pair.langKey !== langKey) continue;
+      run.heard = true;
+      runningHere.add(run.key);
+    }
+    if (runningHere.size < pairs || performance.now() - this.watchedAt >= WATCHED_FRESH_MS) this.wake();
+  }
+
+  /** Sweeps shortly. */
   wake(): void {
     if (this.stopped || this.soon) return;
     this.soon = setTimeout(() => {
       this.soon = undefined;
-      void this.sweep();
+      void this.sweep('heard');
     }, HEARD_DELAY_MS);
+  }
+
+  /**
+   * Runs `deliver` for the pair, known to this process as running meanwhile.
+   * A run that ends without more to send, after a commit of its language was
+   * heard, is followed by a sweep.
+   */
+  async whileRunning(pair: Pair, deliver: () => Promise<boolean>): Promise<boolean> {
+    const key = pairKey(pair);
+    // Two jobs of one pair in this process (the lease lets one send): each is tracked on its own.
+    const run = { pair, key, heard: false };
+    const id = randomUUID();
+    this.runs.set(id, run);
+    let more = false;
+    try {
+      more = await deliver();
+      return more;
+    } finally {
+      this.runs.delete(id);
+      if (run.heard && !more) this.wake();
+    }
   }
 
   /**
@@ -86,26 +135,28 @@ export class WebhookWaker {
     await this.running;
   }
 
-  /** One sweep at a time; one asked for meanwhile runs after it. */
-  private sweep(): Promise<void> {
+  /** One sweep at a time; one asked for meanwhile runs after it (as a timer sweep if either was). */
+  private sweep(by: 'heard' | 'timer'): Promise<void> {
     if (this.running) {
-      this.again = true;
+      this.again = this.again === 'timer' || by === 'timer' ? 'timer' : 'heard';
       return this.running;
     }
-    this.running = this.sweepOnce().finally(() => {
+    this.running = this.sweepOnce(by).finally(() => {
       this.running = undefined;
-      if (this.again && !this.stopped) {
-        this.again = false;
-        void this.sweep();
-      }
+      const again = this.again;
+      this.again = undefined;
+      if (again && !this.stopped) void this.sweep(again);
     });
     return this.running;
   }
 
-  private async sweepOnce(): Promise<void> {
+  private async sweepOnce(by: 'heard' | 'timer'): Promise<void> {
     if (this.stopped) return;
     try {
-      await announceFinishedBulkJobs(this.db, this.announceWithinDays);
+      const at = performance.now();
+      this.watched = await changePairsByLanguage(this.db);
+      this.watchedAt = at;
+      if (by === 'timer') await announceFinishedBulkJobs(this.db, this.announceWithinDays);
       for (const pair of await pairsWithWork(this.db, PAIRS_PER_SWEEP)) {
         await this.queue.add('deliver-webhook', pair, { ...JOB_OPTIONS, jobId: jobIds.deliverWebhook(pairKey(pair)) });
       }

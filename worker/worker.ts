@@ -18,6 +18,7 @@ import { auditBlockStats } from '../sync/audit-blocks.js';
 import { jobIds, RETENTION_EVERY_MS } from '../sync/job-ids.js';
 import { OutboxNotifier } from '../sync/outbox.notifier.js';
 import { WritePositions } from '../sync/write-positions.js';
+import { DeliveryAgents } from '../webhooks/delivery-agents.js';
 import { WebhookWaker } from '../webhooks/webhook.waker.js';
 import { assertRegistryComplete, processors } from './processors/index.js';
 import type { Processor, ProcessorContext } from './processors/processor.js';
@@ -63,6 +64,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
   const registry = createMetricsRegistry('worker');
   const jobMetrics = createJobMetrics(registry);
   const applierMetrics = createApplierMetrics(registry);
+  const deliveryAgents = new DeliveryAgents();
   const waker = new WebhookWaker(db, config.DATABASE_URL, queues.webhooks, logger, config.WEBHOOK_DELIVERY_RETENTION_DAYS);
   const retentionMetrics = createRetentionMetrics(
     registry,
@@ -91,7 +93,8 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     maxEffectsBacklog: config.BULK_MAX_EFFECTS_BACKLOG,
     metrics: applierMetrics,
     webhooks: {
-      options: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE, retryBaseMs: config.WEBHOOK_RETRY_BASE_MS },
+      options: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE, retryBaseMs: config.WEBHOOK_RETRY_BASE_MS, agents: deliveryAgents },
+      whileRunning: (pair, deliver) => waker.whileRunning(pair, deliver),
       continue: (pair) => waker.continue(pair),
     },
     retention: {
@@ -185,6 +188,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
           },
         );
         await Promise.all(Object.values(queues).map((queue) => queue.close()));
+        deliveryAgents.close();
         connection.disconnect();
         positionsRedis?.disconnect();
         for (const workerConnection of workerConnections) workerConnection.disconnect();

@@ -8,7 +8,7 @@ export const deliverWebhookProcessor: Processor<'deliver-webhook'> = async (job,
   if (!Number.isSafeInteger(accountId) || !Number.isSafeInteger(langKey) || typeof webhookId !== 'string')
     throw new UnrecoverableError('deliver-webhook needs accountId, webhookId and langKey');
   const pair = { accountId, webhookId, langKey };
-  const more = await deliverPair(db, pair, webhooks.options, logger);
+  const more = await webhooks.whileRunning(pair, () => deliverPair(db, pair, webhooks.options, logger));
   if (more) await webhooks.continue(pair);
   return { more };
 };

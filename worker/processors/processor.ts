@@ -25,8 +25,16 @@ export interface ProcessorContext {
   metrics: ApplierMetrics;
   /** Changes of a language left to apply at which a bulk file waits for the applier (backpressure). */
   maxEffectsBacklog: number;
-  /** Webhook deliveries: their settings, and the next run queued for a pair with more to send (webhooks/webhook.waker.ts). */
-  webhooks: { options: DeliveryOptions; continue(pair: Pair): Promise<void> };
+  /**
+   * Webhook deliveries: their settings, a pair's run made known to the waker
+   * while it lasts, and the next run queued for a pair with more to send
+   * (webhooks/webhook.waker.ts).
+   */
+  webhooks: {
+    options: DeliveryOptions;
+    whileRunning(pair: Pair, deliver: () => Promise<boolean>): Promise<boolean>;
+    continue(pair: Pair): Promise<void>;
+  };
   /** Retention's days (AUDIT_RETENTION_DAYS, BULK_RETENTION_DAYS, WEBHOOK_DELIVERY_RETENTION_DAYS) and its counters. */
   retention: { auditDays: number; bulkDays: number; deliveryDays: number; metrics: RetentionMetrics };
 }
