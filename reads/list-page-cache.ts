@@ -20,6 +20,13 @@ import type pg from 'pg';
  * is kept the second time it is read, not the first: a client walking a
  * whole catalogue with `cursor` reads each page once, and keeping those
  * would push the pages read again and again out of the room.
+ *
+ * Requests that must read the same page share a read, but only one that
+ * started after they arrived (its snapshot then sees every write answered
+ * before them): a request that finds a read of its page under way that
+ * started earlier waits for the next one, which starts when that one ends
+ * and serves every request that came meanwhile. So a page made stale by a
+ * write is read again about once, not once for each reader that polls it.
  */
 
 /** What a list statement's row must carry to be kept: the snapshot it was read in, and its page. */
@@ -31,6 +38,13 @@ export interface CacheablePage {
 interface Entry {
   page: CacheablePage;
   bytes: number;
+}
+
+/** A read of a page, shared by the requests that arrived before it started. */
+interface SharedRead {
+  /** The arrival count when it started; undefined while it waits for the read before it. */
+  startedAt: number | undefined;
+  result: Promise<CacheablePage>;
 }
 
 export interface ListPageCacheStats {
@@ -57,10 +71,14 @@ const MAX_SEEN = 10_000;
 export class ListPageCache {
   private readonly entries = new Map<string, Entry>();
   private readonly seen = new Set<string>();
+  /** The latest read of each page under way or waiting to start. */
+  private readonly reads = new Map<string, SharedRead>();
+  /** Requests counted as they arrive: a read serves those counted before it started. */
+  private arrivals = 0;
   private bytes = 0;
   readonly stats: ListPageCacheStats = { read: 0, stale: 0, reused: 0 };
 
-  /** `maxBytes` 0 keeps nothing: every page is read. */
+  /** `maxBytes` 0 keeps nothing: every page is read, by its own request. */
   constructor(
     private readonly pool: pg.Pool,
     private readonly maxBytes: number,
@@ -80,6 +98,7 @@ export class ListPageCache {
       this.stats.read += 1;
       return { page: await read(), reused: false };
     }
+    const arrival = ++this.arrivals;
     const kept = this.entries.get(key);
     if (kept) {
       const result = await this.pool.query<{ unchanged: boolean }>({
@@ -101,12 +120,35 @@ export class ListPageCache {
       if (!this.seen.delete(key)) {
         if (this.seen.size >= MAX_SEEN) this.seen.clear();
         this.seen.add(key);
-        return { page: await read(), reused: false };
+        return { page: await this.shared(key, arrival, read), reused: false };
       }
     }
-    const page = await read();
+    const page = await this.shared(key, arrival, read);
     this.keep(key, page);
     return { page, reused: false };
+  }
+
+  /**
+   * The page read by a read that started after request `arrival` came: the
+   * one under way if it did, else the next (started once the one under way
+   * ends, for every request that came before then), else a new one.
+   */
+  private shared<Page extends CacheablePage>(key: string, arrival: number, read: () => Promise<Page>): Promise<Page> {
+    const latest = this.reads.get(key);
+    // Reads of one key read the same statement and values, so of the caller's type.
+    if (latest && (latest.startedAt === undefined || latest.startedAt > arrival)) return latest.result as Promise<Page>;
+    const next = { startedAt: undefined } as SharedRead;
+    const start = () => {
+      next.startedAt = ++this.arrivals;
+      return read();
+    };
+    next.result = latest ? latest.result.then(start, start) : start();
+    this.reads.set(key, next);
+    const done = () => {
+      if (this.reads.get(key) === next) this.reads.delete(key);
+    };
+    next.result.then(done, done);
+    return next.result as Promise<Page>;
   }
 
   private keep(key: string, page: CacheablePage): void {
