@@ -26,8 +26,9 @@ import { type RedisCluster, redisClusterToolsMissing, startRedisCluster } from '
  * master serving the effects queue is killed while writes go on, its replica
  * takes over, and every write that was answered 200 is stored and its
  * effects applied. Then that queue's master, now without a replica, is
- * killed too and started again empty, and finally `npm run reset` clears
- * every master. The tests of this file run in order on one cluster.
+ * killed too and started again empty. The tests of this file run in order
+ * on one cluster; `npm run reset` clearing every master is tried last, on a
+ * cluster of its own.
  */
 
 const missing = redisClusterToolsMissing();
@@ -51,11 +52,12 @@ async function exitOf(
   script: string,
   extra: Record<string, string>,
   args: string[] = [],
+  config = env.config,
 ): Promise<{ code: number | null; output: string }> {
   const command = startCommand(process.execPath, ['--import', 'tsx', script, ...args], {
     ...process.env,
-    DATABASE_URL: env.config.DATABASE_URL,
-    QUEUE_PREFIX: env.config.QUEUE_PREFIX,
+    DATABASE_URL: config.DATABASE_URL,
+    QUEUE_PREFIX: config.QUEUE_PREFIX,
     LOG_LEVEL: 'silent',
     PORT: '0',
     ...extra,
@@ -87,12 +89,10 @@ beforeAll(async () => {
   }
 }, 180_000);
 
-let envClosed = false;
-
 afterAll(async () => {
   if (api) await stopProcess(api.child);
   if (worker) await stopProcess(worker.child);
-  if (!envClosed) await env?.close().catch(() => undefined);
+  await env?.close().catch(() => undefined);
   await cluster?.destroy();
 });
 
@@ -299,23 +299,46 @@ describe.skipIf(missing !== undefined)('when a master without a replica is lost 
 
 describe.skipIf(missing !== undefined)('when a development database on a cluster is reset', () => {
   it('should remove the queues and limit counters of its prefix from every master', async () => {
-    await stopProcess(api.child);
-    await stopProcess(worker.child);
-    await env.close();
-    envClosed = true;
-    const pattern = `${env.config.QUEUE_PREFIX}:*`;
-    const before = [...(await cluster.keysByMaster(pattern)).values()].flat();
-    // Request counters last a second, tokens issued a minute; the sign-in guard's trust marks (7 days) are left.
-    expect(before.filter((key) => key.includes(':signin:{oauth_token}:trusted:'))).not.toEqual([]);
-    expect(before.filter((key) => key.includes(':{effects}:effects:'))).not.toEqual([]);
+    // A cluster of its own, as a development database has: the one above has been through failovers.
+    const own = await startRedisCluster();
+    const ownEnv = await startEnvironment({ worker: false, env: { REDIS_URL: own.url } });
     try {
-      const reset = await exitOf('bin/reset.ts', { REDIS_URL: cluster.url, NODE_ENV: 'development' }, ['--yes']);
+      const [ownApi, ownWorker] = await Promise.all([spawnApi(ownEnv.config), spawnReadyWorker(ownEnv.config)]);
+      try {
+        const client = await ownEnv.newClient();
+        const issued = await httpRequest(ownApi.baseUrl, 'POST', '/oauth/token', {
+          body: { grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret },
+        });
+        expect(issued.status, issued.text).toBe(200);
+        const ownToken = issued.body.access_token as string;
+        const language = await httpRequest(ownApi.baseUrl, 'PUT', '/api/v2/languages', {
+          token: ownToken,
+          body: { language: { id: 'r' } },
+        });
+        expect(language.status, language.text).toBe(200);
+        const written = await httpRequest(ownApi.baseUrl, 'POST', '/api/v1/languages/r/products', {
+          token: ownToken,
+          body: { product: { id: 'p1', name: 'Reset me', category_ids: ['c1'] } },
+        });
+        expect(written.status, written.text).toBe(200);
+      } finally {
+        await stopProcess(ownApi.child);
+        await stopProcess(ownWorker.child);
+      }
+      await ownEnv.close();
+      const pattern = `${ownEnv.config.QUEUE_PREFIX}:*`;
+      const before = [...(await own.keysByMaster(pattern)).values()].flat();
+      // Request counters last a second, tokens issued a minute; the sign-in guard's trust marks (7 days) are left.
+      expect(before.filter((key) => key.includes(':signin:{oauth_token}:trusted:'))).not.toEqual([]);
+      expect(before.filter((key) => key.includes(':{effects}:effects:'))).not.toEqual([]);
+      const reset = await exitOf('bin/reset.ts', { REDIS_URL: own.url, NODE_ENV: 'development' }, ['--yes'], ownEnv.config);
       expect(reset, reset.output).toMatchObject({ code: 0 });
       expect(reset.output).toContain('queues and limit counters of prefix');
-      const after = await cluster.keysByMaster(pattern);
+      const after = await own.keysByMaster(pattern);
       expect(Object.fromEntries(after)).toEqual(Object.fromEntries([...after.keys()].map((port) => [port, []])));
     } finally {
-      await dropDatabase(env.databaseName);
+      await dropDatabase(ownEnv.databaseName);
+      await own.destroy();
     }
-  }, 120_000);
+  }, 180_000);
 });
