@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import pg from 'pg';
 import type { Database } from '../platform/db.js';
@@ -45,8 +45,8 @@ export class WebhookWaker {
   /** Active webhooks taking `changes`, per lang_key, as the last sweep found them, and when. */
   private watched: ReadonlyMap<number, number> = new Map();
   private watchedAt = 0;
-  /** The pairs this process is running now, by pairKey; `heard`: a commit of its language was heard during the run. */
-  private readonly runs = new Map<string, { pair: Pair; key: string; heard: boolean }>();
+  /** The runs of this process under way, each with its pair's key; `heard`: a commit of its language was heard during the run. */
+  private readonly runs = new Set<{ pair: Pair; key: string; heard: boolean }>();
 
   constructor(
     private readonly db: Database,
@@ -78,7 +78,7 @@ export class WebhookWaker {
     if (this.stopped) return;
     const pairs = this.watched.get(langKey) ?? 0;
     const runningHere = new Set<string>();
-    for (const run of this.runs.values()) {
+    for (const run of this.runs) {
       if (run.pair.langKey !== langKey) continue;
       run.heard = true;
       runningHere.add(run.key);
@@ -104,14 +104,13 @@ export class WebhookWaker {
     const key = pairKey(pair);
     // Two jobs of one pair in this process (the lease lets one send): each is tracked on its own.
     const run = { pair, key, heard: false };
-    const id = randomUUID();
-    this.runs.set(id, run);
+    this.runs.add(run);
     let more = false;
     try {
       more = await deliver();
       return more;
     } finally {
-      this.runs.delete(id);
+      this.runs.delete(run);
       if (run.heard && !more) this.wake();
     }
   }
