@@ -1,5 +1,6 @@
 import { createPgDriverFactory } from '@slonik/pg-driver';
 import { type CommonQueryMethods, type DriverFactory, sql } from 'slonik';
+import type { StatementNames } from './statement-names.js';
 
 /*
  * COPY FROM STDIN on slonik's connections, inside their transactions.
@@ -97,8 +98,12 @@ class CopyIn implements PromiseLike<CopyResult> {
   }
 }
 
-/** slonik's pg driver, with COPY FROM STDIN for the queries copyInto makes. */
-export function createCopyingDriverFactory(): DriverFactory {
+/**
+ * slonik's pg driver, with COPY FROM STDIN for the queries copyInto makes.
+ * With `names`, every other statement the text has a name for is sent as a
+ * named prepared statement (platform/statement-names.ts).
+ */
+export function createCopyingDriverFactory(names?: StatementNames): DriverFactory {
   const pgDriverFactory = createPgDriverFactory();
   return async (configuration) => {
     const driver = await pgDriverFactory(configuration);
@@ -110,7 +115,12 @@ export function createCopyingDriverFactory(): DriverFactory {
           query: (text, values) => {
             const copy = COPY_WITH_DATA.exec(text);
             const data = values?.[0];
-            if (!copy || values?.length !== 1 || typeof data !== 'string') return client.query(text, values);
+            if (!copy || values?.length !== 1 || typeof data !== 'string') {
+              const name = names?.nameOf(text);
+              if (name === undefined) return client.query(text, values);
+              // As with a COPY, pg's client.query takes the query config the pg driver hands on.
+              return client.query({ name, text } as unknown as string, values);
+            }
             // The pg driver hands its first argument to pg's client.query, which runs a submittable as it is.
             return client.query(new CopyIn(copy[1]!, Buffer.from(data)) as unknown as string);
           },

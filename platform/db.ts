@@ -12,6 +12,7 @@ import {
 } from 'slonik';
 import type { ZodTypeAny } from 'zod';
 import { createCopyingDriverFactory } from './copy-in.js';
+import { StatementNames } from './statement-names.js';
 
 const unparsedSchemas = new WeakSet<ZodTypeAny>();
 
@@ -71,12 +72,18 @@ export interface PoolOptions {
   statementTimeoutMs?: number;
   /** How long a query waits for a connection (5 s unless given). */
   connectionTimeoutMs?: number;
+  /**
+   * Send each statement as a named prepared statement, planned once per
+   * connection (platform/statement-names.ts): for a pool whose statements
+   * are few and run often, whose planning costs more than their running.
+   */
+  prepareStatements?: boolean;
 }
 
 export async function createDatabase(connectionUri: string, options: PoolOptions = {}): Promise<Database> {
   return createPool(connectionUri, {
     // COPY FROM STDIN in transactions (platform/copy-in.ts).
-    driverFactory: createCopyingDriverFactory(),
+    driverFactory: createCopyingDriverFactory(options.prepareStatements ? new StatementNames() : undefined),
     interceptors: [resultParserInterceptor],
     typeParsers,
     maximumPoolSize: options.maximumPoolSize ?? 10,

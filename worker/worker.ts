@@ -38,6 +38,14 @@ export interface RunningWorker {
  */
 const CLOSE_TIMEOUT_MS = 15_000;
 
+/**
+ * Connections of the webhook deliveries' own pool. Its statements are the
+ * few of a delivery, prepared once per connection (platform/db.ts,
+ * `prepareStatements`); each holds a connection for about a millisecond and
+ * a send holds none, so a few serve thousands of deliveries a second.
+ */
+const DELIVERY_CONNECTIONS = 4;
+
 /** Jobs of a queue one worker process runs at once: webhook deliveries wait on receivers, so they have their own bound. */
 const queueConcurrency = (key: QueueKey, config: Config): number => {
   if (key === 'webhooks') return config.WEBHOOK_CONCURRENCY;
@@ -53,6 +61,7 @@ const queueConcurrency = (key: QueueKey, config: Config): number => {
 export async function startWorker(config: Config, logger: Logger = createLogger(config.LOG_LEVEL, 'worker')): Promise<RunningWorker> {
   assertRegistryComplete(processors);
   const db = await createDatabase(config.DATABASE_URL, { maximumPoolSize: config.WORKER_CONCURRENCY + 2 });
+  const deliveriesDb = await createDatabase(config.DATABASE_URL, { maximumPoolSize: DELIVERY_CONNECTIONS, prepareStatements: true });
   const connection = createRedis(config.REDIS_URL, 'worker');
   connection.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   const queues = createQueues(
@@ -65,7 +74,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
   const jobMetrics = createJobMetrics(registry);
   const applierMetrics = createApplierMetrics(registry);
   const deliveryAgents = new DeliveryAgents();
-  const waker = new WebhookWaker(db, config.DATABASE_URL, queues.webhooks, logger, config.WEBHOOK_DELIVERY_RETENTION_DAYS);
+  const waker = new WebhookWaker(deliveriesDb, config.DATABASE_URL, queues.webhooks, logger, config.WEBHOOK_DELIVERY_RETENTION_DAYS);
   const retentionMetrics = createRetentionMetrics(
     registry,
     () => auditBlockStats(db),
@@ -93,6 +102,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     maxEffectsBacklog: config.BULK_MAX_EFFECTS_BACKLOG,
     metrics: applierMetrics,
     webhooks: {
+      db: deliveriesDb,
       options: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE, retryBaseMs: config.WEBHOOK_RETRY_BASE_MS, agents: deliveryAgents },
       whileRunning: (pair, deliver) => waker.whileRunning(pair, deliver),
       continue: (pair) => waker.continue(pair),
@@ -193,7 +203,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
         positionsRedis?.disconnect();
         for (const workerConnection of workerConnections) workerConnection.disconnect();
         await metricsServer.close();
-        await db.end();
+        await Promise.all([db.end(), deliveriesDb.end()]);
         logger.info('worker stopped');
       })();
       return closing;

@@ -31,6 +31,8 @@ export interface ProcessorContext {
    * (webhooks/webhook.waker.ts).
    */
   webhooks: {
+    /** The deliveries' own pool, whose statements are prepared (worker/worker.ts). */
+    db: Database;
     options: DeliveryOptions;
     whileRunning(pair: Pair, deliver: () => Promise<boolean>): Promise<boolean>;
     continue(pair: Pair): Promise<void>;
