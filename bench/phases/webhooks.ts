@@ -90,6 +90,7 @@ async function writesWithWebhook(bench: Bench, url: string): Promise<void> {
     requests: before.result.requests + after.result.requests,
     api: (before.cost.cpu['api'] ?? 0) + (after.cost.cpu['api'] ?? 0),
     worker: (before.cost.cpu['worker'] ?? 0) + (after.cost.cpu['worker'] ?? 0),
+    postgres: (before.cost.cpu['postgres'] ?? 0) + (after.cost.cpu['postgres'] ?? 0),
   };
   bench.record('webhooks', {
     writes_rps_without: Math.round(without.rps),
@@ -99,6 +100,8 @@ async function writesWithWebhook(bench: Bench, url: string): Promise<void> {
     api_cpu_us_with: perUnit(withWebhook.cost.cpu['api'], withWebhook.result.requests),
     worker_cpu_us_per_write_without: perUnit(without.worker, without.requests),
     worker_cpu_us_per_write_with: perUnit(withWebhook.cost.cpu['worker'], withWebhook.result.requests),
+    pg_cpu_us_per_write_without: perUnit(without.postgres, without.requests),
+    pg_cpu_us_per_write_with: perUnit(withWebhook.cost.cpu['postgres'], withWebhook.result.requests),
   });
 }
 
