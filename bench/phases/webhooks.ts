@@ -18,7 +18,7 @@ export async function webhooksPhase(bench: Bench): Promise<void> {
   const url = await receiver.listen();
   try {
     await deliverCatalogue(bench, receiver, url);
-    await writesWithWebhook(bench, url);
+    await writesWithWebhook(bench, receiver, url);
     await lagAtSteadyRate(bench, receiver, url);
   } finally {
     await receiver.close();
@@ -78,12 +78,14 @@ async function deliverCatalogue(bench: Bench, receiver: BenchReceiver, url: stri
  * what drifts over the phase (the table growing, the machine's other load)
  * weighs on both sides alike.
  */
-async function writesWithWebhook(bench: Bench, url: string): Promise<void> {
+async function writesWithWebhook(bench: Bench, receiver: BenchReceiver, url: string): Promise<void> {
   log(`webhooks: single writes without, with, and without one active webhook (${bench.config.durationS}s each)`);
   const before = await measureServiceWrites(bench);
   await putWebhook(bench, { id: 'bench-writes', url, languages: ['bench'], events: ['changes'] });
+  const sent = { deliveries: receiver.deliveries, entries: receiver.entries };
   const withWebhook = await measureServiceWrites(bench);
   await deleteWebhook(bench, 'bench-writes');
+  const deliveries = receiver.deliveries - sent.deliveries;
   const after = await measureServiceWrites(bench);
   const without = {
     rps: (before.result.rps + after.result.rps) / 2,
@@ -102,6 +104,9 @@ async function writesWithWebhook(bench: Bench, url: string): Promise<void> {
     worker_cpu_us_per_write_with: perUnit(withWebhook.cost.cpu['worker'], withWebhook.result.requests),
     pg_cpu_us_per_write_without: perUnit(without.postgres, without.requests),
     pg_cpu_us_per_write_with: perUnit(withWebhook.cost.cpu['postgres'], withWebhook.result.requests),
+    // Deliveries (and their entries) that arrived while the writes ran and caught up, warm-up included.
+    deliveries_with: deliveries,
+    entries_per_delivery_with: Number(((receiver.entries - sent.entries) / Math.max(deliveries, 1)).toFixed(1)),
   });
 }
 
