@@ -240,6 +240,7 @@ describe('when a worker runs jobs', () => {
       sample(metrics.text, 'sync_job_attempts_bucket', { queue: 'effects', name: 'apply-outbox', outcome: 'completed', le: '1' }),
     ).toBeGreaterThan(0);
     expect(sample(metrics.text, 'sync_db_pool_connections', { pool: 'worker', state: 'idle' })).toBeGreaterThanOrEqual(0);
+    expect(sample(metrics.text, 'sync_db_pool_connections', { pool: 'deliveries', state: 'idle' })).toBeGreaterThanOrEqual(0);
     expect(sample(metrics.text, 'process_resident_memory_bytes')).toBeGreaterThan(0);
     expect((await httpRequest(`http://127.0.0.1:${worker.metricsPort}`, 'GET', '/other')).status).toBe(404);
   });

@@ -115,7 +115,7 @@ export async function startWorker(config: Config, logger: Logger = createLogger(
     },
   };
 
-  registerPoolMetrics(registry, { worker: slonikPoolUsage(db) });
+  registerPoolMetrics(registry, { worker: slonikPoolUsage(db), deliveries: slonikPoolUsage(deliveriesDb) });
   const metricsServer = await serveMetrics(registry, config.WORKER_METRICS_PORT, config.HOST, logger);
 
   const dispatcher = (queue: string) => async (job: Job) => {
