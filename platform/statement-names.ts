@@ -15,6 +15,9 @@ import { createHash } from 'node:crypto';
  * time as before. A pool given this must send few distinct texts.
  */
 
+/** A statement's name: the same text gets the same name in every pool and process. */
+export const statementName = (text: string): string => `s_${createHash('sha1').update(text).digest('base64url')}`;
+
 /** Distinct texts a pool names at most, unless told otherwise. */
 export const MAX_STATEMENT_NAMES = 200;
 
@@ -27,7 +30,7 @@ export class StatementNames {
   nameOf(text: string): string | undefined {
     let name = this.names.get(text);
     if (name === undefined && this.names.size < this.max) {
-      name = `s_${createHash('sha1').update(text).digest('base64url')}`;
+      name = statementName(text);
       this.names.set(text, name);
     }
     return name;

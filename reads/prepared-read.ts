@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { QuerySqlToken } from 'slonik';
 import type { z } from 'zod';
+import { statementName } from '../platform/statement-names.js';
 import { createStatementPool, type StatementPoolOptions } from '../platform/statement-pool.js';
 import { ListPageCache } from './list-page-cache.js';
 
@@ -60,7 +60,7 @@ export class PreparedReader {
     let name = this.names.get(text);
     if (!name) {
       if (this.names.size >= MAX_NAMES) this.names.clear();
-      name = `read_${createHash('sha1').update(text).digest('base64url')}`;
+      name = statementName(text);
       this.names.set(text, name);
     }
     return name;
