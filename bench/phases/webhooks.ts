@@ -86,6 +86,7 @@ async function writesWithWebhook(bench: Bench, receiver: BenchReceiver, url: str
   const withWebhook = await measureServiceWrites(bench);
   await deleteWebhook(bench, 'bench-writes');
   const deliveries = receiver.deliveries - sent.deliveries;
+  const entries = receiver.entries - sent.entries;
   const after = await measureServiceWrites(bench);
   const without = {
     rps: (before.result.rps + after.result.rps) / 2,
@@ -106,7 +107,7 @@ async function writesWithWebhook(bench: Bench, receiver: BenchReceiver, url: str
     pg_cpu_us_per_write_with: perUnit(withWebhook.cost.cpu['postgres'], withWebhook.result.requests),
     // Deliveries (and their entries) that arrived while the writes ran and caught up, warm-up included.
     deliveries_with: deliveries,
-    entries_per_delivery_with: Number(((receiver.entries - sent.entries) / Math.max(deliveries, 1)).toFixed(1)),
+    entries_per_delivery_with: Number((entries / Math.max(deliveries, 1)).toFixed(1)),
   });
 }
 
